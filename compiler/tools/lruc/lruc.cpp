@@ -1,0 +1,146 @@
+//===- lruc.cpp - The lruc compiler driver --------------------------------===//
+//
+//   lruc model.lru --emit=ast|lru [-o FILE] [-D NAME=VALUE ...]
+//
+// Reads a model file, checks it, and prints the requested stage. Output files
+// are written to a temporary file and renamed into place, so an interrupted
+// run never leaves a half-written file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lru/LRUDialect.h"
+#include "lruc/MLIRGen.h"
+#include "lruc/frontend/Frontend.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <iostream>
+#include <sstream>
+
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Stage { Check, AST, LRU };
+
+cl::OptionCategory lrucCategory("lruc options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.lru>"),
+                               cl::Required, cl::cat(lrucCategory));
+
+cl::opt<std::string> outputPath("o", cl::desc("Write the output to <file>"),
+                                cl::value_desc("file"), cl::init("-"),
+                                cl::cat(lrucCategory));
+
+cl::opt<Stage> emitStage(
+    "emit", cl::desc("The stage to print"), cl::init(Stage::Check),
+    cl::values(clEnumValN(Stage::Check, "check",
+                          "only check the model (the default)"),
+               clEnumValN(Stage::AST, "ast", "the checked model AST"),
+               clEnumValN(Stage::LRU, "lru",
+                          "the model-level lru dialect IR")),
+    cl::cat(lrucCategory));
+
+cl::list<std::string> defines(
+    "D", cl::desc("Override the model file's constant NAME with VALUE"),
+    cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(lrucCategory));
+
+int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "lruc") << message << "\n";
+  return 1;
+}
+
+/// Parses `-D NAME=VALUE` flags; reports the first malformed one.
+bool parseDefines(lruc::ConstantOverrides &overrides) {
+  for (const std::string &define : defines) {
+    llvm::StringRef name, value;
+    std::tie(name, value) = llvm::StringRef(define).split('=');
+    double number;
+    if (name.empty() || value.empty() || value.getAsDouble(number)) {
+      fail("-D expects NAME=NUMBER, got '" + define + "'");
+      return false;
+    }
+    overrides[name.str()] = number;
+  }
+  return true;
+}
+
+/// Writes `text` to the output path atomically (temporary file + rename).
+int writeOutput(llvm::StringRef text) {
+  llvm::Error err = llvm::writeToOutput(
+      outputPath, [&](llvm::raw_ostream &os) -> llvm::Error {
+        os << text;
+        return llvm::Error::success();
+      });
+  if (err)
+    return fail("cannot write '" + outputPath + "': " +
+                llvm::toString(std::move(err)));
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions({&lrucCategory});
+  cl::ParseCommandLineOptions(argc, argv,
+                              "lruc: the Linear Recurrent Unit compiler\n");
+
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError())
+    return fail("cannot read '" + inputPath + "': " + ec.message());
+
+  lruc::ConstantOverrides overrides;
+  if (!parseDefines(overrides))
+    return 1;
+
+  if (emitStage == Stage::Check && outputPath != "-")
+    return fail("-o needs --emit=ast or --emit=lru: this version of lruc "
+                "stops at the model-level IR (no library output yet)");
+
+  lruc::SourceFile source{inputPath, (*buffer)->getBuffer().str()};
+  lruc::DiagnosticEngine diags(source, std::cerr);
+  std::optional<lruc::ast::Model> model =
+      lruc::parseModel(source, overrides, diags);
+  if (!model)
+    return 1;
+
+  if (emitStage == Stage::AST) {
+    std::ostringstream os;
+    lruc::printModel(*model, os);
+    return writeOutput(os.str());
+  }
+
+  // From here on diagnostics come from MLIR; the source manager lets them
+  // quote the model file with a caret, like the front end's.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  mlir::MLIRContext context;
+  mlir::SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = lruc::mlirGen(context, *model);
+  if (!module)
+    return fail("internal error: the generated IR does not verify; please "
+                "report this with the model file");
+
+  if (emitStage == Stage::Check)
+    return 0;
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  os.flush();
+  return writeOutput(text);
+}

@@ -1,0 +1,22 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "lruc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".lru", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.lruc_obj_root, "tests", "lit")
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%lruc_src", config.lruc_src_root))
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+# Project tools first, then FileCheck/not/count from LLVM.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.lruc_tools_dir, append_path=True)
+tools = ["lruc", "lruc-opt", "FileCheck", "not", "count"]
+llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_tools_dir])

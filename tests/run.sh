@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds lruc and runs the whole test suite (unit tests, lit/FileCheck tests,
+# the fuzz-corpus replay) under ctest; then does the same for an
+# AddressSanitizer + UndefinedBehaviorSanitizer build.
+#   tests/run.sh              both builds
+#   LRUC_SANITIZE=0 tests/run.sh   skip the sanitizer build
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+jobs="${JOBS:-$(nproc)}"
+
+run_suite() { # build-dir, extra cmake args...
+  local dir="$1"; shift
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
+echo "== lruc: release build and tests"
+run_suite "$root/build"
+if [ "${LRUC_SANITIZE:-1}" != 0 ]; then
+  echo "== lruc: ASan/UBSan build and tests"
+  run_suite "$root/build-asan" -DLRUC_SANITIZE=ON
+fi
