@@ -91,6 +91,14 @@ private:
   Value activation(Location l, ast::ActivationKind kind, Value x,
                    bool approximate = false);
   Value head(Value features);
+  /// The parameters every diagonal recurrence has: the ring-initialised
+  /// nu_log and theta_log, B, C and D (DESIGN.md §4).
+  struct RecurrentParams {
+    Value nu, theta, bRe, bIm, cRe, cIm, d;
+  };
+  RecurrentParams recurrentParams(Location l, const std::string &prefix,
+                                  int64_t n, double rMin, double rMax,
+                                  double maxPhase);
   DictionaryAttr trainAttr(const ast::Train &train);
 
   const ast::Model &model_;
@@ -121,6 +129,28 @@ Value ModelGen::linear(Location l, const std::string &prefix, Value x,
   Value b = bias ? fanInUniform(l, prefix + ".bias", {out}, in) : Value();
   width_ = out;
   return builder_.create<lru::LinearOp>(l, x, w, b);
+}
+
+ModelGen::RecurrentParams
+ModelGen::recurrentParams(Location l, const std::string &prefix, int64_t n,
+                          double rMin, double rMax, double maxPhase) {
+  const int64_t h = width_;
+  auto recurrent = lru::ParamGroup::recurrent;
+  RecurrentParams p;
+  p.nu = param(l, prefix + ".nu_log", {n}, lru::InitKind::lru_nu,
+               dict({{"r_min", rMin}, {"r_max", rMax}}), recurrent);
+  p.theta = param(l, prefix + ".theta_log", {n}, lru::InitKind::lru_theta,
+                  dict({{"max_phase", maxPhase}}), recurrent);
+  // B is scaled by 1/sqrt(2H): Glorot with the variance halved between the
+  // real and imaginary parts (DESIGN.md §4).
+  double bStd = 1.0 / std::sqrt(2.0 * double(h));
+  double cStd = 1.0 / std::sqrt(double(n));
+  p.bRe = normal(l, prefix + ".B_re", {n, h}, bStd, recurrent);
+  p.bIm = normal(l, prefix + ".B_im", {n, h}, bStd, recurrent);
+  p.cRe = normal(l, prefix + ".C_re", {h, n}, cStd);
+  p.cIm = normal(l, prefix + ".C_im", {h, n}, cStd);
+  p.d = normal(l, prefix + ".D", {h}, 1.0);
+  return p;
 }
 
 Value ModelGen::activation(Location l, ast::ActivationKind kind, Value x,
@@ -157,13 +187,12 @@ Value ModelGen::layer(const ast::Layer &layer, const std::string &prefix,
 
   if (auto *lruLayer = std::get_if<ast::LRULayer>(&layer.kind)) {
     const int64_t n = lruLayer->state;
-    Value nu = param(l, prefix + ".nu_log", {n}, lru::InitKind::lru_nu,
-                     dict({{"r_min", lruLayer->rMin}, {"r_max", lruLayer->rMax}}),
-                     recurrent);
-    Value theta = param(l, prefix + ".theta_log", {n}, lru::InitKind::lru_theta,
-                        dict({{"max_phase", lruLayer->maxPhase}}), recurrent);
+    RecurrentParams p = recurrentParams(l, prefix, n, lruLayer->rMin,
+                                        lruLayer->rMax, lruLayer->maxPhase);
     Value gamma;
     if (lruLayer->gammaNorm) {
+      // gamma_log = log(sqrt(1 - |lambda|^2)) is computed from the initial
+      // nu_log and theta_log, which the init arguments name.
       auto args = builder_.getDictionaryAttr(
           {builder_.getNamedAttr("nu", builder_.getStringAttr(prefix + ".nu_log")),
            builder_.getNamedAttr("theta",
@@ -171,41 +200,23 @@ Value ModelGen::layer(const ast::Layer &layer, const std::string &prefix,
       gamma = param(l, prefix + ".gamma_log", {n}, lru::InitKind::lru_gamma,
                     args, recurrent);
     }
-    // B is scaled by 1/sqrt(2H): Glorot with the variance halved between the
-    // real and imaginary parts (DESIGN.md §4).
-    double bStd = 1.0 / std::sqrt(2.0 * double(h));
-    double cStd = 1.0 / std::sqrt(double(n));
-    Value bRe = normal(l, prefix + ".B_re", {n, h}, bStd, recurrent);
-    Value bIm = normal(l, prefix + ".B_im", {n, h}, bStd, recurrent);
-    Value cRe = normal(l, prefix + ".C_re", {h, n}, cStd);
-    Value cIm = normal(l, prefix + ".C_im", {h, n}, cStd);
     Value cRevRe, cRevIm;
     if (lruLayer->bidirectional) {
+      double cStd = 1.0 / std::sqrt(double(n));
       cRevRe = normal(l, prefix + ".C_rev_re", {h, n}, cStd);
       cRevIm = normal(l, prefix + ".C_rev_im", {h, n}, cStd);
     }
-    Value d = normal(l, prefix + ".D", {h}, 1.0);
-    return builder_.create<lru::RecurrenceOp>(l, x, nu, theta, gamma, bRe, bIm,
-                                              cRe, cIm, cRevRe, cRevIm, d,
-                                              lengths);
+    return builder_.create<lru::RecurrenceOp>(l, x, p.nu, p.theta, gamma, p.bRe,
+                                              p.bIm, p.cRe, p.cIm, cRevRe,
+                                              cRevIm, p.d, lengths);
   }
 
   if (auto *glru = std::get_if<ast::GLRULayer>(&layer.kind)) {
     const int64_t n = glru->state;
+    RecurrentParams p =
+        recurrentParams(l, prefix, n, glru->rMin, glru->rMax, glru->maxPhase);
     // A zero gate makes the layer start out as a plain LRU.
     Value gate = zeros(l, prefix + ".U", {n, h}, recurrent);
-    Value nu = param(l, prefix + ".nu_log", {n}, lru::InitKind::lru_nu,
-                     dict({{"r_min", glru->rMin}, {"r_max", glru->rMax}}),
-                     recurrent);
-    Value theta = param(l, prefix + ".theta_log", {n}, lru::InitKind::lru_theta,
-                        dict({{"max_phase", glru->maxPhase}}), recurrent);
-    double bStd = 1.0 / std::sqrt(2.0 * double(h));
-    double cStd = 1.0 / std::sqrt(double(n));
-    Value bRe = normal(l, prefix + ".B_re", {n, h}, bStd, recurrent);
-    Value bIm = normal(l, prefix + ".B_im", {n, h}, bStd, recurrent);
-    Value cRe = normal(l, prefix + ".C_re", {h, n}, cStd);
-    Value cIm = normal(l, prefix + ".C_im", {h, n}, cStd);
-    Value d = normal(l, prefix + ".D", {h}, 1.0);
     lru::GLRUForm form = lru::GLRUForm::plain;
     switch (glru->form) {
     case ast::GLRUForm::Plain: form = lru::GLRUForm::plain; break;
@@ -213,7 +224,8 @@ Value ModelGen::layer(const ast::Layer &layer, const std::string &prefix,
     case ast::GLRUForm::Normalized: form = lru::GLRUForm::normalized; break;
     }
     return builder_.create<lru::GeneralizedRecurrenceOp>(
-        l, x, gate, nu, theta, bRe, bIm, cRe, cIm, d, lengths, form);
+        l, x, gate, p.nu, p.theta, p.bRe, p.bIm, p.cRe, p.cIm, p.d, lengths,
+        form);
   }
 
   if (auto *lin = std::get_if<ast::LinearLayer>(&layer.kind))

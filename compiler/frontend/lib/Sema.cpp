@@ -112,6 +112,10 @@ private:
   bool intArg(const Bound &b, std::string_view name, int64_t &out, int64_t min,
               int64_t max);
   bool boolArg(const Bound &b, std::string_view name, bool &out);
+  /// The arguments every diagonal recurrence takes: state size and the ring
+  /// (r_min <= r_max within [0, 1], max_phase in (0, 2pi]).
+  bool ringArgs(const Bound &b, ast::Loc loc, int64_t &state, double &rMin,
+                double &rMax, double &maxPhase);
   bool activationArg(const Bound &b, std::string_view name,
                      ast::ActivationKind &out);
   ast::Loc argLoc(const Bound &b, std::string_view name, ast::Loc fallback) {
@@ -430,6 +434,21 @@ bool Sema::intArg(const Bound &b, std::string_view name, int64_t &out,
   return v.has_value();
 }
 
+bool Sema::ringArgs(const Bound &b, ast::Loc loc, int64_t &state,
+                    double &rMin, double &rMax, double &maxPhase) {
+  bool ok = intArg(b, "state", state, 1, kMaxWidth);
+  ok &= realArg(b, "r_min", rMin, 0, 1);
+  ok &= realArg(b, "r_max", rMax, 0, 1);
+  ok &= realArg(b, "max_phase", maxPhase, 0, 2 * kPi, true);
+  if (ok && rMin > rMax) {
+    diags_.error(argLoc(b, "r_min", loc),
+                 fmt::format("r_min ({}) is larger than r_max ({})", rMin,
+                             rMax));
+    ok = false;
+  }
+  return ok;
+}
+
 bool Sema::boolArg(const Bound &b, std::string_view name, bool &out) {
   auto it = b.find(name);
   if (it == b.end())
@@ -557,18 +576,9 @@ std::optional<ast::Layer> Sema::layer(const Stmt &s) {
     if (!b)
       return std::nullopt;
     ast::LRULayer l;
-    ok &= intArg(*b, "state", l.state, 1, kMaxWidth);
-    ok &= realArg(*b, "r_min", l.rMin, 0, 1);
-    ok &= realArg(*b, "r_max", l.rMax, 0, 1);
-    ok &= realArg(*b, "max_phase", l.maxPhase, 0, 2 * kPi, true);
+    ok &= ringArgs(*b, call->loc, l.state, l.rMin, l.rMax, l.maxPhase);
     ok &= boolArg(*b, "bidirectional", l.bidirectional);
     ok &= boolArg(*b, "gamma_norm", l.gammaNorm);
-    if (ok && l.rMin > l.rMax) {
-      diags_.error(argLoc(*b, "r_min", call->loc),
-                   fmt::format("r_min ({}) is larger than r_max ({})", l.rMin,
-                               l.rMax));
-      ok = false;
-    }
     layer.kind = l;
   } else if (kind == "glru") {
     auto b = bind(call, "glru",
@@ -577,10 +587,7 @@ std::optional<ast::Layer> Sema::layer(const Stmt &s) {
     if (!b)
       return std::nullopt;
     ast::GLRULayer l;
-    ok &= intArg(*b, "state", l.state, 1, kMaxWidth);
-    ok &= realArg(*b, "r_min", l.rMin, 0, 1);
-    ok &= realArg(*b, "r_max", l.rMax, 0, 1);
-    ok &= realArg(*b, "max_phase", l.maxPhase, 0, 2 * kPi, true);
+    ok &= ringArgs(*b, call->loc, l.state, l.rMin, l.rMax, l.maxPhase);
     if (auto it = b->find("form"); it != b->end()) {
       auto form = choice(it->second, "glru form",
                          {"plain", "stable", "normalized"});
@@ -589,12 +596,6 @@ std::optional<ast::Layer> Sema::layer(const Stmt &s) {
                  : *form == "stable" ? ast::GLRUForm::Stable
                                      : ast::GLRUForm::Normalized;
       ok &= form.has_value();
-    }
-    if (ok && l.rMin > l.rMax) {
-      diags_.error(argLoc(*b, "r_min", call->loc),
-                   fmt::format("r_min ({}) is larger than r_max ({})", l.rMin,
-                               l.rMax));
-      ok = false;
     }
     layer.kind = l;
   } else if (kind == "linear") {
