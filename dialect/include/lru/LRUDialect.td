@@ -78,5 +78,8 @@ class LRU_Op<string mnemonic, list<Trait> traits = []>
 def LRU_F32Tensor : RankedTensorOf<[F32]>;
 def LRU_I32Tensor : RankedTensorOf<[I32]>;
 def LRU_Scalar : 0DTensorOf<[F32]>;
+def LRU_AnyTensor : RankedTensorOf<[F32, Complex<F32>]>;
+def LRU_ComplexTensor : RankedTensorOf<[Complex<F32>]>;
+def LRU_I64Tensor : RankedTensorOf<[I64]>;
 
 #endif // LRU_DIALECT_TD

@@ -258,9 +258,9 @@ def LRU_LayerNormOp : LRU_InferOp<"layer_norm"> {
 }
 
 def LRU_AddOp : LRU_InferOp<"add", [AllTypesMatch<["lhs", "rhs"]>]> {
-  let summary = "elementwise sum of two tensors of one type (the residual)";
-  let arguments = (ins LRU_F32Tensor:$lhs, LRU_F32Tensor:$rhs);
-  let results = (outs LRU_F32Tensor:$result);
+  let summary = "elementwise sum of two tensors of one type (also complex)";
+  let arguments = (ins LRU_AnyTensor:$lhs, LRU_AnyTensor:$rhs);
+  let results = (outs LRU_AnyTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
 }
 
@@ -309,5 +309,7 @@ def LRU_MseOp : LRU_InferOp<"mse"> {
     functional-type(operands, results)
   }];
 }
+
+include "lru/LRUPrimitiveOps.td"
 
 #endif // LRU_OPS_TD

@@ -1,0 +1,299 @@
+//===- LRUPrimitiveOps.td - The primitive level of lru -----*- tablegen -*-===//
+//
+// The small set of ops that model-level ops decompose into, and that autodiff,
+// the fp64 reference interpreter, fusion and the emitters work on: matmuls,
+// elementwise ops on real and complex tensors, broadcasts and reductions,
+// masks from sequence lengths, gather/scatter, softmax cross entropy,
+// counter-based dropout and the diagonal complex scan `lru.scan`.
+// Model-level `lru.add`, `lru.relu`, `lru.tanh` and `lru.gelu` are also
+// primitives. docs/primitives.md gives the semantics of each op and its
+// derivative.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LRU_PRIMITIVE_OPS_TD
+#define LRU_PRIMITIVE_OPS_TD
+
+include "lru/LRUDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def LRU_MatmulKind : I32EnumAttr<"MatmulKind", "which operand is transposed", [
+    I32EnumAttrCase<"nt", 0>, // [..., K] x [N, K] -> [..., N]   (x W^T)
+    I32EnumAttrCase<"nn", 1>, // [..., N] x [N, K] -> [..., K]   (x W)
+    I32EnumAttrCase<"tn", 2>  // [..., N] x [..., K] -> [N, K]   (sum dY^T X)
+  ]> {
+  let cppNamespace = "::lru";
+}
+
+def LRU_MaskKind : I32EnumAttr<"MaskKind", "which steps a length mask keeps", [
+    I32EnumAttrCase<"prefix", 0>, // t < length
+    I32EnumAttrCase<"last", 1>    // t == length - 1
+  ]> {
+  let cppNamespace = "::lru";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class LRU_UnaryOp<string mnemonic, Type type, string summaryText>
+    : LRU_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = summaryText;
+  let arguments = (ins type:$x);
+  let results = (outs type:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def LRU_NegOp : LRU_UnaryOp<"neg", LRU_AnyTensor, "-x">;
+def LRU_ExpOp : LRU_UnaryOp<"exp", LRU_AnyTensor, "exp(x), real or complex">;
+def LRU_LogOp : LRU_UnaryOp<"log", LRU_F32Tensor, "natural logarithm">;
+def LRU_SigmoidOp : LRU_UnaryOp<"sigmoid", LRU_F32Tensor, "1 / (1 + exp(-x))">;
+def LRU_SoftplusOp : LRU_UnaryOp<"softplus", LRU_F32Tensor, "log(1 + exp(x))">;
+def LRU_RsqrtOp : LRU_UnaryOp<"rsqrt", LRU_F32Tensor, "1 / sqrt(x)">;
+def LRU_ConjOp : LRU_UnaryOp<"conj", LRU_ComplexTensor, "complex conjugate">;
+def LRU_StepOp : LRU_UnaryOp<"step", LRU_F32Tensor,
+                             "1 where x > 0, else 0 (the derivative of relu)">;
+
+def LRU_GeluGradOp : LRU_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "the derivative of GELU at x (exact or tanh approximation)";
+  let arguments = (ins LRU_F32Tensor:$x, UnitAttr:$approximate);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = "$x (`approximate` $approximate^)? attr-dict `:` type($x)";
+}
+
+class LRU_BinaryOp<string mnemonic, string summaryText>
+    : LRU_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = summaryText;
+  let arguments = (ins LRU_AnyTensor:$lhs, LRU_AnyTensor:$rhs);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def LRU_SubOp : LRU_BinaryOp<"sub", "lhs - rhs, elementwise">;
+def LRU_MulOp : LRU_BinaryOp<"mul", "lhs * rhs, elementwise (complex product)">;
+def LRU_DivOp : LRU_BinaryOp<"div", "lhs / rhs, elementwise">;
+
+def LRU_ComplexOp : LRU_Op<"complex", [Pure, AllTypesMatch<["re", "im"]>]> {
+  let summary = "re + i im";
+  let arguments = (ins LRU_F32Tensor:$re, LRU_F32Tensor:$im);
+  let results = (outs LRU_ComplexTensor:$result);
+  let assemblyFormat = "$re `,` $im attr-dict `:` type($re) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+class LRU_ComplexPartOp<string mnemonic, string summaryText>
+    : LRU_Op<mnemonic, [Pure]> {
+  let summary = summaryText;
+  let arguments = (ins LRU_ComplexTensor:$x);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LRU_RealOp : LRU_ComplexPartOp<"re", "the real part">;
+def LRU_ImagOp : LRU_ComplexPartOp<"im", "the imaginary part">;
+
+//===----------------------------------------------------------------------===//
+// Shapes: broadcast, reduce, concat, slice, shift
+//===----------------------------------------------------------------------===//
+
+def LRU_BroadcastOp : LRU_Op<"broadcast", [Pure]> {
+  let summary = "repeats x along new dims; `dims` maps x's dims to the result's";
+  let description = [{
+    `result[i_0, ..., i_(r-1)] = x[i_dims[0], ..., i_dims[k-1] ]`. The
+    result's shape is that of `like` (only its shape is read), with x's
+    element type; this is how a dynamic batch size reaches a broadcast.
+    Its adjoint is `lru.reduce_sum` over the dims not in `dims`.
+  }];
+  let arguments = (ins LRU_AnyTensor:$x, AnyRankedTensor:$like,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $x `like` $like `dims` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_ReduceSumOp : LRU_Op<"reduce_sum", [Pure]> {
+  let summary = "sums over `dims`, which disappear from the shape";
+  let arguments = (ins LRU_AnyTensor:$x, DenseI64ArrayAttr:$dims);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $x `dims` $dims attr-dict `:` type($x) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_ConcatOp : LRU_Op<"concat", [Pure]> {
+  let summary = "joins tensors along `dim`";
+  let arguments = (ins Variadic<LRU_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_SliceOp : LRU_Op<"slice", [Pure]> {
+  let summary = "the `size` entries of `dim` starting at `offset`";
+  let arguments = (ins LRU_AnyTensor:$x, I64Attr:$dim, I64Attr:$offset,
+                       I64Attr:$size);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $x `dim` $dim `offset` $offset `size` $size attr-dict `:` type($x) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_ShiftOp : LRU_Op<"shift", [Pure, AttrSizedOperandSegments]> {
+  let summary = "each sequence moved one step in time: x_{t-1} (or x_{t+1})";
+  let description = [{
+    For `x : [B, L, N]`: `y_t = x_{t-1}`, with `y_0 = init` (zero without
+    it). With `reverse`, `y_t = x_{t+1}` and the step at each sequence's
+    last real position (`lengths - 1`, or `L - 1`) reads `init`. Steps at or
+    beyond a sequence's length are 0. This is the "previous state" that the
+    scan's derivative with respect to lambda needs.
+  }];
+  let arguments = (ins LRU_AnyTensor:$x, Optional<LRU_AnyTensor>:$init,
+                       Optional<LRU_I32Tensor>:$lengths, UnitAttr:$reverse);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $x (`init` $init^)? (`lengths` $lengths^)? (`reverse` $reverse^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Dense algebra and lookups
+//===----------------------------------------------------------------------===//
+
+def LRU_MatmulOp : LRU_Op<"matmul", [Pure]> {
+  let summary = "real matrix products over the last dim (nt, nn) or all leading dims (tn)";
+  let description = [{
+    - `nt`: `lhs [..., K] x rhs [N, K] -> [..., N]`, `y = x W^T`;
+    - `nn`: `lhs [..., N] x rhs [N, K] -> [..., K]`, `y = x W`;
+    - `tn`: `lhs [..., N] x rhs [..., K] -> [N, K]`, the sum over every
+      leading index of `lhs^T rhs` (a weight gradient).
+  }];
+  let arguments = (ins LRU_MatmulKind:$kind, LRU_F32Tensor:$lhs,
+                       LRU_F32Tensor:$rhs);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_GatherOp : LRU_Op<"gather", [Pure]> {
+  let summary = "rows of `table [V, H]` picked by `indices [...]`: [..., H]";
+  let description = [{
+    An index outside `[0, V)` is a run-time error in the interpreter and the
+    backends (never a silent read).
+  }];
+  let arguments = (ins LRU_F32Tensor:$table, LRU_I32Tensor:$indices);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_ScatterAddOp : LRU_Op<"scatter_add", [Pure]> {
+  let summary = "the adjoint of gather: sums `updates [..., H]` into rows [V, H]";
+  let arguments = (ins LRU_F32Tensor:$updates, LRU_I32Tensor:$indices);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $updates `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sequences
+//===----------------------------------------------------------------------===//
+
+def LRU_LengthMaskOp : LRU_Op<"length_mask", [Pure]> {
+  let summary = "an f32 [B, L] mask from lengths [B]: real steps, or the last one";
+  let arguments = (ins LRU_MaskKind:$kind, LRU_I32Tensor:$lengths);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $kind $lengths attr-dict `:` type($lengths) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_ScanOp : LRU_Op<"scan", [Pure, AttrSizedOperandSegments]> {
+  let summary = "the diagonal linear recurrence x_t = lambda_t * x_{t-1} + b_t";
+  let description = [{
+    `b : [B, L, N]`; `lambda : [N]` (constant in time, the LRU) or
+    `[B, L, N]` (varying, the generalised LRU), of b's element type (real or
+    complex). `x_{-1} = init [B, N]` (zero without it). With `lengths`,
+    steps at or beyond a sequence's length are padding: they never enter the
+    state and their output is 0. With `reverse` the recurrence runs from each
+    sequence's last real step down to step 0:
+    `x_t = lambda_t * x_{t+1} + b_t`.
+
+    Derivative (g = dL/dRe + i dL/dIm): `gb = scan(conj(lambda'), gx)` in the
+    other direction, where `lambda'_t = lambda_{t+1}` (the multiplier that
+    carried x_t forward); `glambda_t = conj(x_{t-1}) * gb_t`, summed over B
+    and L when lambda is constant; `ginit = conj(lambda_0) * gb_0`.
+  }];
+  let arguments = (ins LRU_AnyTensor:$lambda, LRU_AnyTensor:$b,
+                       Optional<LRU_AnyTensor>:$init,
+                       Optional<LRU_I32Tensor>:$lengths, UnitAttr:$reverse);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = [{
+    $lambda `,` $b (`init` $init^)? (`lengths` $lengths^)?
+    (`reverse` $reverse^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and randomness
+//===----------------------------------------------------------------------===//
+
+def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "per-row -log softmax(logits)[label]: [..., K] x [...] -> [...]";
+  let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_SoftmaxCrossEntropyGradOp : LRU_Op<"softmax_cross_entropy_grad", [Pure]> {
+  let summary = "(softmax(logits) - onehot(labels)) * g: the loss's adjoint";
+  let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
+                       LRU_F32Tensor:$g);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $g attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LRU_DropoutMaskOp : LRU_Op<"dropout_mask",
+                                [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "x * keep / (1 - rate), keep drawn by Philox from (key, site, index)";
+  let description = [{
+    `key : tensor<2xi64>` holds the dropout seed and the training step. Each
+    element keeps (`u >= rate`, u uniform in [0, 1) from Philox-4x32-10 on
+    the counter (site, flat index) with the key) or drops. The mask is a
+    pure function of key, site and position, so the backward pass applies
+    the same op to the gradient instead of storing the mask.
+  }];
+  let arguments = (ins LRU_F32Tensor:$x, LRU_I64Tensor:$key, F64Attr:$rate,
+                       I64Attr:$site);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $x `,` $key `rate` $rate `site` $site attr-dict `:` type($x) `,`
+    type($key)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LRU_PRIMITIVE_OPS_TD

@@ -1,0 +1,286 @@
+//===- LRUPrimitiveOps.cpp - Verifiers of the primitive ops --------------===//
+//
+// Primitive ops carry their result types explicitly (the decomposition and
+// autodiff passes know them); these verifiers check that operands and result
+// agree. A `?` (dynamic) dimension is compatible with any size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lru/LRUOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace lru;
+
+namespace {
+
+bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+bool compatible(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip(a, b), [](auto p) {
+           return compatible(std::get<0>(p), std::get<1>(p));
+         });
+}
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Checks `result` against the expected shape and element type.
+LogicalResult expectResult(Operation *op, ArrayRef<int64_t> shape,
+                           Type element) {
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (result.getElementType() != element)
+    return op->emitOpError("expects a result of element type ")
+           << element << ", got " << result;
+  if (!compatible(result.getShape(), shape)) {
+    InFlightDiagnostic diag = op->emitOpError("expects a result of shape [");
+    llvm::interleaveComma(shape, diag, [&](int64_t d) {
+      if (ShapedType::isDynamic(d))
+        diag << "?";
+      else
+        diag << d;
+    });
+    return diag << "], got " << result;
+  }
+  return success();
+}
+
+/// `dims` must be strictly increasing and within [0, rank).
+LogicalResult checkDims(Operation *op, ArrayRef<int64_t> dims, int64_t rank) {
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (d < 0 || d >= rank || (i > 0 && dims[i - 1] >= d))
+      return op->emitOpError("expects dims increasing within [0, ")
+             << rank << "), got [" << dims << "]";
+  return success();
+}
+
+} // namespace
+
+LogicalResult ComplexOp::verify() {
+  return expectResult(*this, tensorType(getRe()).getShape(),
+                      ComplexType::get(tensorType(getRe()).getElementType()));
+}
+
+template <typename PartOp>
+static LogicalResult verifyPart(PartOp op) {
+  auto x = tensorType(op.getX());
+  return expectResult(op, x.getShape(),
+                      cast<ComplexType>(x.getElementType()).getElementType());
+}
+LogicalResult RealOp::verify() { return verifyPart(*this); }
+LogicalResult ImagOp::verify() { return verifyPart(*this); }
+
+LogicalResult BroadcastOp::verify() {
+  auto x = tensorType(getX());
+  auto like = tensorType(getLike());
+  ArrayRef<int64_t> dims = getDims();
+  if (int64_t(dims.size()) != x.getRank())
+    return emitOpError("expects one entry in dims per dim of x, got ")
+           << dims.size() << " for rank " << x.getRank();
+  if (failed(checkDims(*this, dims, like.getRank())))
+    return failure();
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (!compatible(x.getDimSize(i), like.getDimSize(d)))
+      return emitOpError("dim ") << i << " of x (" << x.getDimSize(i)
+                                 << ") does not match dim " << d
+                                 << " of the result (" << like.getDimSize(d)
+                                 << ")";
+  return expectResult(*this, like.getShape(), x.getElementType());
+}
+
+LogicalResult ReduceSumOp::verify() {
+  auto x = tensorType(getX());
+  if (failed(checkDims(*this, getDims(), x.getRank())))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < x.getRank(); ++i)
+    if (!llvm::is_contained(getDims(), i))
+      shape.push_back(x.getDimSize(i));
+  return expectResult(*this, shape, x.getElementType());
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("expects at least one input");
+  auto first = tensorType(getInputs().front());
+  int64_t dim = getDimAttr().getInt();
+  if (dim < 0 || dim >= first.getRank())
+    return emitOpError("expects dim within [0, ") << first.getRank() << ")";
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] = 0;
+  for (Value input : getInputs()) {
+    auto type = tensorType(input);
+    if (type.getElementType() != first.getElementType() ||
+        type.getRank() != first.getRank())
+      return emitOpError("expects inputs of one element type and rank");
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (i == dim)
+        continue;
+      if (!compatible(type.getDimSize(i), first.getDimSize(i)))
+        return emitOpError("expects inputs that agree except in dim ") << dim;
+    }
+    if (type.isDynamicDim(dim) || ShapedType::isDynamic(shape[dim]))
+      shape[dim] = ShapedType::kDynamic;
+    else
+      shape[dim] += type.getDimSize(dim);
+  }
+  return expectResult(*this, shape, first.getElementType());
+}
+
+LogicalResult SliceOp::verify() {
+  auto x = tensorType(getX());
+  int64_t dim = getDimAttr().getInt();
+  if (dim < 0 || dim >= x.getRank() || x.isDynamicDim(dim))
+    return emitOpError("expects a static dim within [0, ") << x.getRank()
+                                                            << ")";
+  int64_t offset = getOffsetAttr().getInt(), size = getSizeAttr().getInt();
+  if (offset < 0 || size < 1 || offset + size > x.getDimSize(dim))
+    return emitOpError("slice [") << offset << ", " << offset + size
+                                  << ") is outside dim " << dim << " of size "
+                                  << x.getDimSize(dim);
+  SmallVector<int64_t> shape(x.getShape());
+  shape[dim] = size;
+  return expectResult(*this, shape, x.getElementType());
+}
+
+/// Sequences [B, L, N] with optional init [B, N] and lengths [B].
+static LogicalResult verifySequence(Operation *op, RankedTensorType seq,
+                                    Value init, Value lengths) {
+  if (seq.getRank() != 3)
+    return op->emitOpError("expects a sequence [B, L, N], got ") << seq;
+  if (init) {
+    auto type = tensorType(init);
+    if (type.getElementType() != seq.getElementType() ||
+        !compatible(type.getShape(), {seq.getDimSize(0), seq.getDimSize(2)}))
+      return op->emitOpError("expects init of shape [B, N] and the "
+                             "sequence's element type, got ")
+             << type;
+  }
+  if (lengths && !compatible(tensorType(lengths).getShape(),
+                             {seq.getDimSize(0)}))
+    return op->emitOpError("expects lengths of shape [B], got ")
+           << lengths.getType();
+  return success();
+}
+
+LogicalResult ShiftOp::verify() {
+  auto x = tensorType(getX());
+  if (failed(verifySequence(*this, x, getInit(), getLengths())))
+    return failure();
+  return expectResult(*this, x.getShape(), x.getElementType());
+}
+
+LogicalResult ScanOp::verify() {
+  auto b = tensorType(getB());
+  if (failed(verifySequence(*this, b, getInit(), getLengths())))
+    return failure();
+  auto lambda = tensorType(getLambda());
+  if (lambda.getElementType() != b.getElementType())
+    return emitOpError("expects lambda of b's element type, got ") << lambda;
+  bool constant = compatible(lambda.getShape(), {b.getDimSize(2)});
+  if (!constant && !compatible(lambda.getShape(), b.getShape()))
+    return emitOpError("expects lambda of shape [N] or [B, L, N], got ")
+           << lambda;
+  return expectResult(*this, b.getShape(), b.getElementType());
+}
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = tensorType(getLhs());
+  auto rhs = tensorType(getRhs());
+  SmallVector<int64_t> shape;
+  switch (getKind()) {
+  case MatmulKind::nt:
+  case MatmulKind::nn: {
+    if (rhs.getRank() != 2 || lhs.getRank() < 1)
+      return emitOpError("expects lhs [..., K] and rhs a matrix");
+    bool nt = getKind() == MatmulKind::nt;
+    int64_t contracted = nt ? rhs.getDimSize(1) : rhs.getDimSize(0);
+    if (!compatible(lhs.getShape().back(), contracted))
+      return emitOpError("contracts lhs's last dim (")
+             << lhs.getShape().back() << ") with rhs dim " << (nt ? 1 : 0)
+             << " (" << contracted << ")";
+    shape.assign(lhs.getShape().begin(), lhs.getShape().end() - 1);
+    shape.push_back(nt ? rhs.getDimSize(0) : rhs.getDimSize(1));
+    break;
+  }
+  case MatmulKind::tn:
+    if (lhs.getRank() < 2 || lhs.getRank() != rhs.getRank() ||
+        !compatible(lhs.getShape().drop_back(), rhs.getShape().drop_back()))
+      return emitOpError("expects lhs [..., N] and rhs [..., K] with the same "
+                         "leading dims");
+    shape = {lhs.getShape().back(), rhs.getShape().back()};
+    break;
+  }
+  return expectResult(*this, shape, lhs.getElementType());
+}
+
+LogicalResult GatherOp::verify() {
+  auto table = tensorType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError("expects a table [V, H], got ") << table;
+  SmallVector<int64_t> shape(tensorType(getIndices()).getShape());
+  shape.push_back(table.getDimSize(1));
+  return expectResult(*this, shape, table.getElementType());
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto updates = tensorType(getUpdates());
+  auto indices = tensorType(getIndices());
+  auto result = tensorType(getResult());
+  if (result.getRank() != 2 || result.isDynamicDim(0))
+    return emitOpError("expects a static result [V, H], got ") << result;
+  if (!compatible(updates.getShape().drop_back(), indices.getShape()))
+    return emitOpError("expects updates [..., H] over indices [...]");
+  return expectResult(*this, {result.getDimSize(0), updates.getShape().back()},
+                      updates.getElementType());
+}
+
+LogicalResult LengthMaskOp::verify() {
+  auto result = tensorType(getResult());
+  if (result.getRank() != 2 || result.isDynamicDim(1))
+    return emitOpError("expects a result [B, L] with a static L, got ")
+           << result;
+  return expectResult(*this,
+                      {tensorType(getLengths()).getDimSize(0),
+                       result.getDimSize(1)},
+                      Float32Type::get(getContext()));
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  auto logits = tensorType(getLogits());
+  if (logits.getRank() < 1 ||
+      !compatible(tensorType(getLabels()).getShape(),
+                  logits.getShape().drop_back()))
+    return emitOpError("expects labels [...] for logits [..., K]");
+  return expectResult(*this, logits.getShape().drop_back(),
+                      logits.getElementType());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  auto logits = tensorType(getLogits());
+  if (logits.getRank() < 1 ||
+      !compatible(tensorType(getLabels()).getShape(),
+                  logits.getShape().drop_back()) ||
+      !compatible(tensorType(getG()).getShape(), logits.getShape().drop_back()))
+    return emitOpError("expects labels and g [...] for logits [..., K]");
+  return expectResult(*this, logits.getShape(), logits.getElementType());
+}
+
+LogicalResult DropoutMaskOp::verify() {
+  if (!(getRate().convertToDouble() >= 0 && getRate().convertToDouble() < 1))
+    return emitOpError("expects a rate in [0, 1), got ")
+           << getRate().convertToDouble();
+  if (getSiteAttr().getInt() < 0)
+    return emitOpError("expects a site >= 0, got ") << getSiteAttr().getInt();
+  if (!compatible(tensorType(getKey()).getShape(), {2}))
+    return emitOpError("expects key : tensor<2xi64> (seed, step)");
+  return success();
+}
