@@ -1,6 +1,7 @@
 //===- LRUDialect.cpp - The lru dialect -----------------------------------===//
 
 #include "lru/LRUDialect.h"
+#include "lru/Autodiff.h"
 #include "lru/LRUOps.h"
 
 using namespace mlir;
@@ -13,4 +14,5 @@ void LRUDialect::initialize() {
 #define GET_OP_LIST
 #include "lru/LRUOps.cpp.inc"
       >();
+  registerAutodiffInterfaces(*getContext());
 }
