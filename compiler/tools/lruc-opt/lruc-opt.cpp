@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lru/LRUDialect.h"
+#include "lruc/AutodiffPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   // Generic passes: canonicalize, cse, symbol-dce, ...
   mlir::registerTransformsPasses();
+  lruc::registerLRUCAutodiffPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "lruc modular optimizer driver\n", registry));
 }

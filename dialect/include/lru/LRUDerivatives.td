@@ -59,6 +59,8 @@ def : Derivative<LRU_SoftplusOp, [(Mul $dy, (Sigmoid $x))]>;
 def : Derivative<LRU_RsqrtOp,
                  [(Mul $dy, (Scale (Mul $result, (Mul $result, $result)),
                                    "-0.5"))]>;
+// d sqrt(x) = dy / (2 sqrt x)
+def : Derivative<LRU_SqrtOp, [(Div (Scale $dy, "0.5"), $result)]>;
 def : Derivative<LRU_ConjOp, [(Conj $dy)]>;
 // step is piecewise constant: no adjoint.
 def : Derivative<LRU_StepOp, [(NoAdjoint)]>;

@@ -50,6 +50,7 @@ def LRU_LogOp : LRU_UnaryOp<"log", LRU_F32Tensor, "natural logarithm">;
 def LRU_SigmoidOp : LRU_UnaryOp<"sigmoid", LRU_F32Tensor, "1 / (1 + exp(-x))">;
 def LRU_SoftplusOp : LRU_UnaryOp<"softplus", LRU_F32Tensor, "log(1 + exp(x))">;
 def LRU_RsqrtOp : LRU_UnaryOp<"rsqrt", LRU_F32Tensor, "1 / sqrt(x)">;
+def LRU_SqrtOp : LRU_UnaryOp<"sqrt", LRU_F32Tensor, "sqrt(x)">;
 def LRU_ConjOp : LRU_UnaryOp<"conj", LRU_ComplexTensor, "complex conjugate">;
 def LRU_StepOp : LRU_UnaryOp<"step", LRU_F32Tensor,
                              "1 where x > 0, else 0 (the derivative of relu)">;
@@ -72,6 +73,14 @@ class LRU_BinaryOp<string mnemonic, string summaryText>
 def LRU_SubOp : LRU_BinaryOp<"sub", "lhs - rhs, elementwise">;
 def LRU_MulOp : LRU_BinaryOp<"mul", "lhs * rhs, elementwise (complex product)">;
 def LRU_DivOp : LRU_BinaryOp<"div", "lhs / rhs, elementwise">;
+
+def LRU_MaxOp : LRU_Op<"max", [Pure, SameOperandsAndResultType]> {
+  let summary = "max(lhs, rhs), elementwise (real; used by the optimizer, "
+                "not differentiated)";
+  let arguments = (ins LRU_F32Tensor:$lhs, LRU_F32Tensor:$rhs);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
 
 def LRU_ComplexOp : LRU_Op<"complex", [Pure, AllTypesMatch<["re", "im"]>]> {
   let summary = "re + i im";

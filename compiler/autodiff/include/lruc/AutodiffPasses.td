@@ -1,0 +1,42 @@
+//===- AutodiffPasses.td - Passes that derive gradients ----*- tablegen -*-===//
+
+#ifndef LRUC_AUTODIFF_PASSES_TD
+#define LRUC_AUTODIFF_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DeriveBackward : Pass<"lru-derive-backward", "mlir::ModuleOp"> {
+  let summary = "Derive @backward (loss and parameter gradients) from a "
+                "primitive-level forward function";
+  let description = [{
+    Reverse-mode differentiation at compile time: clones the forward
+    function and appends, op by op in reverse, the adjoints given by each
+    op's AutodiffOpInterface. The result returns the loss and the gradient of
+    every trainable `lru.param`, named by its `lru.gradients` attribute.
+  }];
+  let options = [
+    Option<"forward", "forward", "std::string", "\"forward_train\"",
+           "the function to differentiate">,
+    Option<"name", "name", "std::string", "\"backward\"",
+           "the name of the derived function">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def DeriveTrainStep : Pass<"lru-derive-train-step", "mlir::ModuleOp"> {
+  let summary = "Derive @train_step: forward, backward and one AdamW update";
+  let description = [{
+    Parameters, AdamW moments and running statistics become arguments; the
+    function returns the loss and their updated values. Optimizer settings
+    come from the module's `lru.train` attribute.
+  }];
+  let options = [
+    Option<"forward", "forward", "std::string", "\"forward_train\"",
+           "the function to differentiate">,
+    Option<"name", "name", "std::string", "\"train_step\"",
+           "the name of the derived function">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+#endif // LRUC_AUTODIFF_PASSES_TD

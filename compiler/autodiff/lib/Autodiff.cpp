@@ -1,0 +1,339 @@
+//===- Autodiff.cpp - Reverse-mode differentiation at compile time --------===//
+//
+// 1. Clone the forward function; its body computes every forward value.
+// 2. Mark the active values: trainable parameters and whatever depends on
+//    them. Integer tensors, running statistics and constants stay inactive,
+//    so no adjoint is ever built for them.
+// 3. Walk the cloned ops backwards from the loss (adjoint 1), asking each
+//    active op's AutodiffOpInterface for its operands' adjoints and summing
+//    the contributions of values used more than once.
+// 4. Return the loss and the parameter adjoints; drop what is unused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lruc/Autodiff.h"
+
+#include "lru/Autodiff.h"
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace lruc {
+namespace {
+
+bool isTrainable(lru::ParamOp param) {
+  return param.getGroup() != lru::ParamGroup::state;
+}
+
+/// Removes side-effect-free ops whose results are unused, last first.
+void eraseDeadOps(Block &body) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
+          !isMemoryEffectFree(&op))
+        continue;
+      op.erase();
+      changed = true;
+    }
+  }
+}
+
+/// A clone of the forward function that also computes the gradients.
+struct Differentiated {
+  func::FuncOp func;
+  SmallVector<lru::ParamOp> params; ///< trainable, in order
+  SmallVector<Value> grads;         ///< one per param
+};
+
+/// Clones `forward` as `name` and builds, before its return, the adjoint of
+/// every trainable parameter. The return is left as the forward's.
+FailureOr<Differentiated> differentiate(func::FuncOp forward, StringRef name) {
+  Block &forwardBody = forward.getBody().front();
+  auto forwardReturn = cast<func::ReturnOp>(forwardBody.getTerminator());
+  if (forwardReturn.getNumOperands() == 0 ||
+      forwardReturn.getOperand(0).getType() !=
+          RankedTensorType::get({}, Float32Type::get(forward.getContext())))
+    return forward.emitOpError("must return the loss (tensor<f32>) first");
+
+  // 1. The clone.
+  OpBuilder builder(forward);
+  builder.setInsertionPointAfter(forward);
+  Differentiated d;
+  d.func = cast<func::FuncOp>(builder.clone(*forward));
+  d.func.setSymName(name);
+  SymbolTable::setSymbolVisibility(d.func, SymbolTable::Visibility::Public);
+  Block &body = d.func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(&op);
+
+  // 2. Activity.
+  llvm::DenseSet<Value> active;
+  for (Operation *op : forwardOps) {
+    if (auto param = dyn_cast<lru::ParamOp>(op)) {
+      if (isTrainable(param)) {
+        d.params.push_back(param);
+        active.insert(param.getResult());
+      }
+      continue;
+    }
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return active.contains(v); }))
+      for (Value result : op->getResults())
+        if (isa<FloatType, ComplexType>(
+                cast<ShapedType>(result.getType()).getElementType()))
+          active.insert(result);
+  }
+
+  // 3. Adjoints, accumulated per value.
+  builder.setInsertionPoint(ret);
+  llvm::DenseMap<Value, Value> adjoint;
+  auto accumulate = [&](Value value, Value contribution, Location loc) {
+    auto [it, inserted] = adjoint.try_emplace(value, contribution);
+    if (!inserted)
+      it->second = builder.create<lru::AddOp>(loc, contribution.getType(),
+                                              it->second, contribution);
+  };
+  Value loss = ret.getOperand(0);
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  adjoint[loss] = builder.create<arith::ConstantOp>(
+      ret.getLoc(), DenseElementsAttr::get(lossType, 1.0f));
+
+  lru::AdjointBuilder adjoints(builder, ret.getLoc());
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (isa<lru::ParamOp>(op))
+      continue;
+    SmallVector<Value> resultAdjoints;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      Value a = active.contains(result) ? adjoint.lookup(result) : Value();
+      resultAdjoints.push_back(a);
+      any |= bool(a);
+    }
+    if (!any)
+      continue;
+    auto rule = dyn_cast<lru::AutodiffOpInterface>(op);
+    if (!rule)
+      return op->emitOpError("has no derivative rule; it cannot appear "
+                             "between the parameters and the loss");
+    adjoints.setLoc(op->getLoc());
+    SmallVector<Value> operandAdjoints;
+    if (failed(rule.buildAdjoints(adjoints, resultAdjoints, operandAdjoints)))
+      return failure();
+    for (auto [operand, contribution] :
+         llvm::zip(op->getOperands(), operandAdjoints))
+      if (contribution && active.contains(operand))
+        accumulate(operand, contribution, op->getLoc());
+  }
+
+  // Gradients in parameter order; zero where the loss does not depend on one.
+  for (lru::ParamOp param : d.params) {
+    Value grad = adjoint.lookup(param.getResult());
+    if (!grad)
+      grad = builder.create<arith::ConstantOp>(
+          param.getLoc(), DenseElementsAttr::get(param.getType(), 0.0f));
+    d.grads.push_back(grad);
+  }
+  return d;
+}
+
+/// Replaces `func`'s return with `results` and fixes its type.
+void setResults(func::FuncOp func, ValueRange results) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  OpBuilder builder(ret);
+  builder.create<func::ReturnOp>(ret.getLoc(), results);
+  ret.erase();
+  func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(),
+                                               results.getTypes()));
+}
+
+ArrayAttr paramNames(OpBuilder &builder, ArrayRef<lru::ParamOp> params) {
+  SmallVector<Attribute> names;
+  for (lru::ParamOp param : params)
+    names.push_back(builder.getStringAttr(param.getName()));
+  return builder.getArrayAttr(names);
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> deriveBackward(func::FuncOp forward, StringRef name) {
+  FailureOr<Differentiated> d = differentiate(forward, name);
+  if (failed(d))
+    return failure();
+  func::FuncOp backward = d->func;
+  Value loss = backward.getBody().front().getTerminator()->getOperand(0);
+  SmallVector<Value> results = {loss};
+  results.append(d->grads);
+  setResults(backward, results);
+  OpBuilder builder(backward);
+  backward->setAttr("lru.gradients", paramNames(builder, d->params));
+  backward->removeAttr("lru.state_updates");
+  eraseDeadOps(backward.getBody().front());
+  return backward;
+}
+
+AdamWConfig AdamWConfig::fromModule(ModuleOp module) {
+  AdamWConfig config;
+  auto train = module->getAttrOfType<DictionaryAttr>("lru.train");
+  if (!train)
+    return config;
+  auto number = [&](StringRef key, double &out) {
+    if (auto attr = train.getAs<FloatAttr>(key))
+      out = attr.getValueAsDouble();
+  };
+  number("beta1", config.beta1);
+  number("beta2", config.beta2);
+  number("eps", config.eps);
+  number("weight_decay", config.weightDecay);
+  number("recurrent_lr_factor", config.recurrentLrFactor);
+  if (auto clip = train.getAs<FloatAttr>("clip"))
+    config.clip = clip.getValueAsDouble();
+  return config;
+}
+
+FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
+                                        const AdamWConfig &config,
+                                        StringRef name) {
+  FailureOr<Differentiated> d = differentiate(forward, name);
+  if (failed(d))
+    return failure();
+  func::FuncOp step = d->func;
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  MLIRContext *context = step.getContext();
+  OpBuilder builder(ret);
+  Location loc = step.getLoc();
+
+  // Running statistics the forward pass updated, by name.
+  llvm::StringMap<Value> stateUpdates;
+  unsigned numForwardResults = ret.getNumOperands();
+  if (auto names = step->getAttrOfType<ArrayAttr>("lru.state_updates")) {
+    unsigned first = numForwardResults - names.size();
+    for (auto [i, nameAttr] : llvm::enumerate(names))
+      stateUpdates[cast<StringAttr>(nameAttr).getValue()] =
+          ret.getOperand(first + i);
+  }
+  SmallVector<lru::ParamOp> state;
+  for (lru::ParamOp param : body.getOps<lru::ParamOp>())
+    if (!isTrainable(param))
+      state.push_back(param);
+
+  // Parameters, moments and state become arguments, ahead of the inputs:
+  // (params, m, v, state, lr, step, inputs...).
+  auto scalar = RankedTensorType::get({}, Float32Type::get(context));
+  unsigned index = 0;
+  auto addArg = [&](Type type, StringRef kind, StringRef argName) {
+    step.insertArgument(index, type,
+                        builder.getDictionaryAttr(builder.getNamedAttr(
+                            kind, builder.getStringAttr(argName))),
+                        loc);
+    return body.getArgument(index++);
+  };
+  SmallVector<Value> params, ms, vs, states;
+  for (lru::ParamOp param : d->params)
+    params.push_back(addArg(param.getType(), "lru.param", param.getName()));
+  for (lru::ParamOp param : d->params)
+    ms.push_back(addArg(param.getType(), "lru.adam_m", param.getName()));
+  for (lru::ParamOp param : d->params)
+    vs.push_back(addArg(param.getType(), "lru.adam_v", param.getName()));
+  for (lru::ParamOp param : state)
+    states.push_back(addArg(param.getType(), "lru.state", param.getName()));
+  Value lr = addArg(scalar, "lru.input", "lr");
+  Value t = addArg(scalar, "lru.input", "step");
+  for (auto [param, arg] : llvm::zip(d->params, params))
+    param.getResult().replaceAllUsesWith(arg);
+  for (auto [param, arg] : llvm::zip(state, states))
+    param.getResult().replaceAllUsesWith(arg);
+
+  // AdamW (Loshchilov & Hutter), decoupled weight decay; the recurrent group
+  // trains at lr * factor without decay (DESIGN.md §4).
+  lru::AdjointBuilder b(builder, loc);
+  auto constant = [&](double v) -> Value {
+    return builder.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(scalar, float(v)));
+  };
+  SmallVector<Value> grads(d->grads);
+  if (config.clip) {
+    // Global norm clipping: g *= clip / max(|g|, clip).
+    Value sumSquares;
+    for (Value g : grads) {
+      int64_t rank = cast<RankedTensorType>(g.getType()).getRank();
+      auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      Value s = b.reduceSum(b.mul(g, g), all);
+      sumSquares = sumSquares ? b.add(sumSquares, s) : s;
+    }
+    Value norm = builder.create<lru::SqrtOp>(loc, scalar, sumSquares);
+    Value clip = constant(*config.clip);
+    Value factor = b.div(clip, builder.create<lru::MaxOp>(loc, scalar, norm,
+                                                          clip));
+    for (Value &g : grads)
+      g = b.mul(g, b.broadcast(factor, g, {}));
+  }
+  // Bias corrections 1 - beta^t, with beta^t = exp(t ln beta).
+  auto correction = [&](double beta) {
+    Value power = builder.create<lru::ExpOp>(
+        loc, scalar, b.mul(t, constant(std::log(beta))));
+    return b.sub(constant(1.0), power);
+  };
+  Value correction1 = correction(config.beta1);
+  Value correction2 = correction(config.beta2);
+  SmallVector<Value> newParams, newMs, newVs;
+  for (auto [param, p, g, m, v] :
+       llvm::zip(d->params, params, grads, ms, vs)) {
+    bool recurrent = param.getGroup() == lru::ParamGroup::recurrent;
+    Value m1 = b.add(b.scale(m, config.beta1), b.scale(g, 1 - config.beta1));
+    Value v1 =
+        b.add(b.scale(v, config.beta2), b.scale(b.mul(g, g), 1 - config.beta2));
+    Value mHat = b.div(m1, b.broadcast(correction1, m1, {}));
+    Value vHat = b.div(v1, b.broadcast(correction2, v1, {}));
+    Value denominator =
+        b.add(builder.create<lru::SqrtOp>(loc, vHat.getType(), vHat),
+              b.fillLike(vHat, config.eps));
+    Value update = b.div(mHat, denominator);
+    double decay = recurrent ? 0.0 : config.weightDecay;
+    if (decay != 0)
+      update = b.add(update, b.scale(p, decay));
+    Value rate = recurrent ? b.scale(lr, config.recurrentLrFactor) : lr;
+    newParams.push_back(b.sub(p, b.mul(update, b.broadcast(rate, p, {}))));
+    newMs.push_back(m1);
+    newVs.push_back(v1);
+  }
+  SmallVector<Value> newStates;
+  for (auto [param, s] : llvm::zip(state, states)) {
+    Value updated = stateUpdates.lookup(param.getName());
+    newStates.push_back(updated ? updated : s);
+  }
+
+  SmallVector<Value> results = {ret.getOperand(0)};
+  results.append(newParams);
+  results.append(newMs);
+  results.append(newVs);
+  results.append(newStates);
+  setResults(step, results);
+  step->removeAttr("lru.state_updates");
+  step->setAttr("lru.params", paramNames(builder, d->params));
+  step->setAttr("lru.state", paramNames(builder, state));
+  for (lru::ParamOp param : llvm::concat<lru::ParamOp>(d->params, state))
+    param.erase();
+  eraseDeadOps(body);
+  return step;
+}
+
+} // namespace lruc

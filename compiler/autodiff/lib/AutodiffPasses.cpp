@@ -1,0 +1,52 @@
+//===- AutodiffPasses.cpp - Pass wrappers of the autodiff entry points ----===//
+
+#include "lruc/Autodiff.h"
+#include "lruc/AutodiffPasses.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace lruc {
+#define GEN_PASS_DEF_DERIVEBACKWARD
+#define GEN_PASS_DEF_DERIVETRAINSTEP
+#include "lruc/AutodiffPasses.h.inc"
+} // namespace lruc
+
+using namespace mlir;
+
+namespace {
+
+/// The function to differentiate, or an error on the module.
+func::FuncOp lookupForward(ModuleOp module, StringRef name) {
+  auto forward = module.lookupSymbol<func::FuncOp>(name);
+  if (!forward)
+    module.emitError("no function @") << name
+                                      << " to differentiate; run "
+                                         "-lru-decompose first";
+  return forward;
+}
+
+struct DeriveBackwardPass
+    : public lruc::impl::DeriveBackwardBase<DeriveBackwardPass> {
+  using DeriveBackwardBase::DeriveBackwardBase;
+  void runOnOperation() override {
+    func::FuncOp forwardFunc = lookupForward(getOperation(), forward);
+    if (!forwardFunc || failed(lruc::deriveBackward(forwardFunc, name)))
+      signalPassFailure();
+  }
+};
+
+struct DeriveTrainStepPass
+    : public lruc::impl::DeriveTrainStepBase<DeriveTrainStepPass> {
+  using DeriveTrainStepBase::DeriveTrainStepBase;
+  void runOnOperation() override {
+    func::FuncOp forwardFunc = lookupForward(getOperation(), forward);
+    if (!forwardFunc ||
+        failed(lruc::deriveTrainStep(
+            forwardFunc, lruc::AdamWConfig::fromModule(getOperation()), name)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
