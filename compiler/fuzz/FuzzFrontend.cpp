@@ -18,8 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::ostringstream diagnostics;
   lruc::DiagnosticEngine diags(source, diagnostics);
   // Overrides exercise the -D path on every input.
-  lruc::ConstantOverrides overrides = {{"H", 16}};
-  if (auto model = lruc::parseModel(source, overrides, diags)) {
+  lruc::FrontendOptions options;
+  options.overrides = {{"H", 16}};
+  options.ignoreTrain = size % 2; // both paths, chosen by the input
+  if (auto model = lruc::parseModel(source, options, diags)) {
     std::ostringstream printed;
     lruc::printModel(*model, printed);
   }

@@ -25,7 +25,9 @@ Parsed parse(const std::string &text, const ConstantOverrides &overrides = {},
   std::ostringstream os;
   DiagnosticEngine diags(source, os, maxErrors);
   Parsed result;
-  result.model = parseModel(source, overrides, diags);
+  FrontendOptions options;
+  options.overrides = overrides;
+  result.model = parseModel(source, options, diags);
   result.diagnostics = os.str();
   result.errors = diags.errorCount();
   return result;
@@ -81,6 +83,19 @@ TEST(Frontend, UnknownOverrideIsAnError) {
   EXPECT_NE(p.diagnostics.find("-D W: the file defines no constant 'W'"),
             std::string::npos)
       << p.diagnostics;
+}
+
+TEST(Frontend, IgnoreTrainSkipsTheTrainSection) {
+  std::string text = std::string(kSmall) + "train {\n  data cifar\n}\n";
+  EXPECT_FALSE(parse(text).model); // cifar needs features, and steps are missing
+  SourceFile source{"t.lru", text};
+  std::ostringstream os;
+  DiagnosticEngine diags(source, os);
+  FrontendOptions options;
+  options.ignoreTrain = true;
+  auto model = parseModel(source, options, diags);
+  ASSERT_TRUE(model) << os.str();
+  EXPECT_FALSE(model->train);
 }
 
 TEST(Frontend, RecordsSourceLocations) {

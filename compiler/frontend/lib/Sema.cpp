@@ -64,9 +64,10 @@ private:
 
 class Sema {
 public:
-  Sema(const SourceFile &source, const ConstantOverrides &overrides,
+  Sema(const SourceFile &source, const FrontendOptions &options,
        DiagnosticEngine &diags)
-      : source_(source), overrides_(overrides), diags_(diags) {}
+      : source_(source), overrides_(options.overrides),
+        ignoreTrain_(options.ignoreTrain), diags_(diags) {}
 
   std::optional<ast::Model> run(const std::vector<Stmt> &statements);
 
@@ -139,6 +140,7 @@ private:
 
   const SourceFile &source_;
   const ConstantOverrides &overrides_;
+  bool ignoreTrain_;
   DiagnosticEngine &diags_;
   std::map<std::string, Constant, std::less<>> constants_;
   std::optional<ast::Model> model_;
@@ -1169,7 +1171,8 @@ std::optional<ast::Model> Sema::run(const std::vector<Stmt> &statements) {
     } else if (s.head->text == "model") {
       model(s);
     } else if (s.head->text == "train") {
-      train(s);
+      if (!ignoreTrain_)
+        train(s);
     } else {
       unknown(s.head, "top-level statement", topLevel);
     }
@@ -1189,12 +1192,12 @@ std::optional<ast::Model> Sema::run(const std::vector<Stmt> &statements) {
 } // namespace
 
 std::optional<ast::Model> parseModel(const SourceFile &source,
-                                     const ConstantOverrides &overrides,
+                                     const FrontendOptions &options,
                                      DiagnosticEngine &diags) {
   std::vector<syntax::Stmt> statements = syntax::parseStatements(source, diags);
   if (diags.tooManyErrors())
     return std::nullopt;
-  return Sema(source, overrides, diags).run(statements);
+  return Sema(source, options, diags).run(statements);
 }
 
 } // namespace lruc

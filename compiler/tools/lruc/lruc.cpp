@@ -52,6 +52,12 @@ cl::opt<Stage> emitStage(
                           "the model-level lru dialect IR")),
     cl::cat(lrucCategory));
 
+cl::opt<bool> ignoreTrain(
+    "no-train",
+    cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
+             "with -D that no longer fits its task)"),
+    cl::cat(lrucCategory));
+
 cl::list<std::string> defines(
     "D", cl::desc("Override the model file's constant NAME with VALUE"),
     cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(lrucCategory));
@@ -114,7 +120,7 @@ int main(int argc, char **argv) {
   lruc::SourceFile source{inputPath, (*buffer)->getBuffer().str()};
   lruc::DiagnosticEngine diags(source, std::cerr);
   std::optional<lruc::ast::Model> model =
-      lruc::parseModel(source, overrides, diags);
+      lruc::parseModel(source, {overrides, ignoreTrain}, diags);
   if (!model)
     return 1;
 

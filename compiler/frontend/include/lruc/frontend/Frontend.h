@@ -22,10 +22,17 @@ namespace lruc {
 /// model file's `let` constants of the same name.
 using ConstantOverrides = std::map<std::string, double>;
 
+struct FrontendOptions {
+  ConstantOverrides overrides;
+  /// Skip the `train` section (`lruc --no-train`): for a shrunk model whose
+  /// sizes no longer fit its task, or one compiled for inference only.
+  bool ignoreTrain = false;
+};
+
 /// Parses and checks `source`. Returns the model if no error was reported;
 /// otherwise every error (up to the engine's cap) is in `diags`.
 std::optional<ast::Model> parseModel(const SourceFile &source,
-                                     const ConstantOverrides &overrides,
+                                     const FrontendOptions &options,
                                      DiagnosticEngine &diags);
 
 /// Prints the checked model in the indented form of `lruc --emit=ast`.
