@@ -8,6 +8,7 @@
 
 #include "lru/LRUDialect.h"
 #include "lruc/AutodiffPasses.h"
+#include "lruc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   // Generic passes: canonicalize, cse, symbol-dce, ...
   mlir::registerTransformsPasses();
   lruc::registerLRUCAutodiffPasses();
+  lruc::registerLRUCPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "lruc modular optimizer driver\n", registry));
 }

@@ -1,6 +1,6 @@
 //===- lruc.cpp - The lruc compiler driver --------------------------------===//
 //
-//   lruc model.lru --emit=ast|lru [-o FILE] [-D NAME=VALUE ...]
+//   lruc model.lru --emit=ast|lru|primitive [-o FILE] [-D NAME=VALUE ...]
 //
 // Reads a model file, checks it, and prints the requested stage. Output files
 // are written to a temporary file and renamed into place, so an interrupted
@@ -10,12 +10,14 @@
 
 #include "lru/LRUDialect.h"
 #include "lruc/MLIRGen.h"
+#include "lruc/Transforms/Passes.h"
 #include "lruc/frontend/Frontend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -32,7 +34,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Check, AST, LRU };
+enum class Stage { Check, AST, LRU, Primitive };
 
 cl::OptionCategory lrucCategory("lruc options");
 
@@ -49,7 +51,10 @@ cl::opt<Stage> emitStage(
                           "only check the model (the default)"),
                clEnumValN(Stage::AST, "ast", "the checked model AST"),
                clEnumValN(Stage::LRU, "lru",
-                          "the model-level lru dialect IR")),
+                          "the model-level lru dialect IR"),
+               clEnumValN(Stage::Primitive, "primitive",
+                          "the IR after lru-decompose: @forward and "
+                          "@forward_train in primitive ops")),
     cl::cat(lrucCategory));
 
 cl::opt<bool> ignoreTrain(
@@ -143,6 +148,13 @@ int main(int argc, char **argv) {
 
   if (emitStage == Stage::Check)
     return 0;
+
+  if (emitStage == Stage::Primitive) {
+    mlir::PassManager pm(&context);
+    pm.addPass(lruc::createDecomposePass());
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+  }
 
   std::string text;
   llvm::raw_string_ostream os(text);

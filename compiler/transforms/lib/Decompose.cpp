@@ -1,0 +1,604 @@
+//===- Decompose.cpp - Model-level lru ops to primitives ------------------===//
+//
+// One pattern per model-level op. Each rewrites its op into the primitive ops
+// of LRUPrimitiveOps.td (plus lru.add/relu/tanh/gelu, lru.param and
+// arith.constant), all at the model op's location. docs/primitives.md gives
+// the equations. C++ leaves the order in which call arguments are evaluated
+// unspecified, so each op is built in its own statement: the IR comes out in
+// the same order with every compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lruc/Transforms/Passes.h"
+
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace lru;
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// The dims [0, n).
+SmallVector<int64_t> iota(int64_t n) {
+  return llvm::to_vector(llvm::seq<int64_t>(0, n));
+}
+
+/// Builds primitive ops at one location: constants, broadcasts, elementwise
+/// arithmetic, matmuls, masks and the masked reductions that several
+/// decompositions share. Result types follow from the operands.
+class PrimitiveBuilder {
+public:
+  PrimitiveBuilder(PatternRewriter &rewriter, Location loc)
+      : rewriter(rewriter), loc(loc) {}
+
+  Location getLoc() const { return loc; }
+  Type f32() { return rewriter.getF32Type(); }
+
+  /// `arith.constant dense<v> : tensor<f32>`.
+  Value scalar(double v) {
+    auto type = RankedTensorType::get({}, f32());
+    return rewriter.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(type, rewriter.getF32FloatAttr(v)));
+  }
+
+  /// `v` in the shape of `like` (f32): a dense constant when the shape is
+  /// static, else a scalar constant broadcast like `like` with dims [].
+  Value splat(double v, Value like) {
+    auto likeType = tensorType(like);
+    if (likeType.getRank() == 0)
+      return scalar(v);
+    if (likeType.hasStaticShape()) {
+      auto type = RankedTensorType::get(likeType.getShape(), f32());
+      return rewriter.create<arith::ConstantOp>(
+          loc, DenseElementsAttr::get(type, rewriter.getF32FloatAttr(v)));
+    }
+    return broadcast(scalar(v), like, {});
+  }
+
+  /// `lru.broadcast x like like dims dims`: like's shape, x's element type.
+  Value broadcast(Value x, Value like, ArrayRef<int64_t> dims) {
+    auto type = RankedTensorType::get(tensorType(like).getShape(),
+                                      tensorType(x).getElementType());
+    return rewriter.create<BroadcastOp>(loc, type, x, like, dims);
+  }
+
+  /// A vector over the last dim (`[H]`) broadcast like `like` ([..., H]).
+  Value broadcastLast(Value x, Value like) {
+    return broadcast(x, like, {tensorType(like).getRank() - 1});
+  }
+
+  /// `[B, L]` (or `[B]`) broadcast over the leading dims of `like`.
+  Value broadcastLeading(Value x, Value like) {
+    return broadcast(x, like, iota(tensorType(x).getRank()));
+  }
+
+  template <typename OpT>
+  Value unary(Value x) {
+    return rewriter.create<OpT>(loc, x.getType(), x);
+  }
+  Value neg(Value x) { return unary<NegOp>(x); }
+  Value exp(Value x) { return unary<ExpOp>(x); }
+  Value sigmoid(Value x) { return unary<SigmoidOp>(x); }
+  Value softplus(Value x) { return unary<SoftplusOp>(x); }
+  Value rsqrt(Value x) { return unary<RsqrtOp>(x); }
+
+  Value add(Value a, Value b) { return rewriter.create<AddOp>(loc, a, b); }
+  Value sub(Value a, Value b) {
+    return rewriter.create<SubOp>(loc, a.getType(), a, b);
+  }
+  Value mul(Value a, Value b) {
+    return rewriter.create<MulOp>(loc, a.getType(), a, b);
+  }
+  Value div(Value a, Value b) {
+    return rewriter.create<DivOp>(loc, a.getType(), a, b);
+  }
+  Value max(Value a, Value b) {
+    return rewriter.create<MaxOp>(loc, a.getType(), a, b);
+  }
+
+  Value complex(Value re, Value im) {
+    auto type = RankedTensorType::get(tensorType(re).getShape(),
+                                      ComplexType::get(f32()));
+    return rewriter.create<ComplexOp>(loc, type, re, im);
+  }
+  Value re(Value x) {
+    return rewriter.create<RealOp>(loc, realTypeOf(x), x);
+  }
+  Value im(Value x) {
+    return rewriter.create<ImagOp>(loc, realTypeOf(x), x);
+  }
+
+  /// `x W^T`: [..., K] x [N, K] -> [..., N].
+  Value matmulNT(Value x, Value w) {
+    SmallVector<int64_t> shape(tensorType(x).getShape().drop_back());
+    shape.push_back(tensorType(w).getDimSize(0));
+    return rewriter.create<MatmulOp>(loc, RankedTensorType::get(shape, f32()),
+                                     MatmulKind::nt, x, w);
+  }
+
+  /// `x W^T + b` (b broadcast over the leading dims), or `x W^T`.
+  Value affine(Value x, Value w, Value b) {
+    Value y = matmulNT(x, w);
+    return b ? add(y, broadcastLast(b, y)) : y;
+  }
+
+  /// Sums over `dims`, which disappear.
+  Value reduceSum(Value x, ArrayRef<int64_t> dims) {
+    auto type = tensorType(x);
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (!llvm::is_contained(dims, i))
+        shape.push_back(type.getDimSize(i));
+    return rewriter.create<ReduceSumOp>(
+        loc, RankedTensorType::get(shape, type.getElementType()), x, dims);
+  }
+
+  /// The f32 [B, L] mask of `lengths`, with B and L of `seq` ([B, L, ...]).
+  Value lengthMask(MaskKind kind, Value lengths, Value seq) {
+    auto shape = tensorType(seq).getShape();
+    auto type = RankedTensorType::get({shape[0], shape[1]}, f32());
+    return rewriter.create<LengthMaskOp>(loc, type, kind, lengths);
+  }
+
+  /// The number of elements of `like` (a scalar tensor<f32>): a constant
+  /// when its shape is static, else the sum of ones like it.
+  Value count(Value like) {
+    auto type = tensorType(like);
+    if (type.hasStaticShape())
+      return scalar(double(type.getNumElements()));
+    return reduceSum(splat(1.0, like), iota(type.getRank()));
+  }
+
+  /// The mean of `values` over all elements, or, with `weights` (a 0/1
+  /// mask of the same shape), over the elements whose weight is 1.
+  Value maskedMean(Value values, Value weights) {
+    SmallVector<int64_t> all = iota(tensorType(values).getRank());
+    if (!weights) {
+      Value sum = reduceSum(values, all);
+      return div(sum, count(values));
+    }
+    Value sum = reduceSum(mul(values, weights), all);
+    return div(sum, reduceSum(weights, all));
+  }
+
+  Value scan(Value lambda, Value b, Value lengths, bool reverse) {
+    return rewriter.create<ScanOp>(loc, b.getType(), lambda, b, Value(),
+                                   lengths,
+                                   reverse ? rewriter.getUnitAttr() : nullptr);
+  }
+
+private:
+  Type realTypeOf(Value complexTensor) {
+    return RankedTensorType::get(tensorType(complexTensor).getShape(), f32());
+  }
+
+  PatternRewriter &rewriter;
+  Location loc;
+};
+
+/// Replaces `op` by `value`, or fails (with an error at the op) when the
+/// types disagree: a decomposition must keep the op's result type.
+LogicalResult replace(PatternRewriter &rewriter, Operation *op, Value value) {
+  if (value.getType() != op->getResult(0).getType())
+    return op->emitOpError("decomposes to ")
+           << value.getType() << ", not its result type "
+           << op->getResult(0).getType();
+  rewriter.replaceOp(op, value);
+  return success();
+}
+
+/// Fails with an error unless the sequence dims [B, L, ...] of `seq` have a
+/// static L (length masks need it).
+LogicalResult requireStaticLength(Operation *op, Value seq) {
+  if (tensorType(seq).isDynamicDim(1))
+    return op->emitOpError("cannot be decomposed with a dynamic sequence "
+                           "length (dim 1 of ")
+           << seq.getType() << ")";
+  return success();
+}
+
+/// Fails with an error unless `a` and `b` have the very same type (primitive
+/// elementwise ops take operands of one type).
+LogicalResult requireSameType(Operation *op, Value a, Value b,
+                              StringRef what) {
+  if (a.getType() != b.getType())
+    return op->emitOpError("cannot be decomposed: ")
+           << what << " have different types " << a.getType() << " and "
+           << b.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Encoders and dense layers
+//===----------------------------------------------------------------------===//
+
+/// embed(tokens, table) -> gather table, tokens.
+struct EmbedPattern : OpRewritePattern<EmbedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbedOp op,
+                                PatternRewriter &rewriter) const override {
+    return replace(rewriter, op,
+                   rewriter.create<GatherOp>(op.getLoc(), op.getType(),
+                                             op.getTable(), op.getTokens()));
+  }
+};
+
+/// linear(x, W, b) -> matmul nt x, W (+ broadcast b).
+struct LinearPattern : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    return replace(rewriter, op, b.affine(op.getX(), op.getWeight(),
+                                          op.getBias()));
+  }
+};
+
+/// Full: (W_v x + b_v) * sigmoid(W_g x + b_g); half: x * sigmoid(...).
+struct GluPattern : OpRewritePattern<GluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GluOp op,
+                                PatternRewriter &rewriter) const override {
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    Value gate = b.sigmoid(b.affine(op.getX(), op.getWGate(), op.getBGate()));
+    Value value = op.getWValue()
+                      ? b.affine(op.getX(), op.getWValue(), op.getBValue())
+                      : op.getX();
+    return replace(rewriter, op, b.mul(value, gate));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Recurrences
+//===----------------------------------------------------------------------===//
+
+/// Re(C x) = Re(x) C_re^T - Im(x) C_im^T for a complex state x [B, L, N].
+Value readOut(PrimitiveBuilder &b, Value x, Value cRe, Value cIm) {
+  Value re = b.matmulNT(b.re(x), cRe);
+  Value im = b.matmulNT(b.im(x), cIm);
+  return b.sub(re, im);
+}
+
+/// complex(u B_re^T, u B_im^T): the complex input B u of a scan.
+Value projectInput(PrimitiveBuilder &b, Value u, Value bRe, Value bIm) {
+  Value re = b.matmulNT(u, bRe);
+  Value im = b.matmulNT(u, bIm);
+  return b.complex(re, im);
+}
+
+/// y + D * u, then zero at padded steps when there are lengths.
+Value finishRecurrence(PrimitiveBuilder &b, Value y, Value u, Value d,
+                       Value lengths) {
+  y = b.add(y, b.mul(u, b.broadcastLast(d, u)));
+  if (lengths)
+    y = b.mul(y, b.broadcastLeading(
+                     b.lengthMask(MaskKind::prefix, lengths, y), y));
+  return y;
+}
+
+/// The LRU: lambda = exp(-exp(nu) + i exp(theta)), x = scan(lambda, gamma *
+/// B u), y = Re(C x [+ C_rev x_rev]) + D u, masked.
+struct RecurrencePattern : OpRewritePattern<RecurrenceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RecurrenceOp op,
+                                PatternRewriter &rewriter) const override {
+    Value lengths = op.getLengths();
+    if (lengths && failed(requireStaticLength(op, op.getU())))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    Value u = op.getU();
+    Value magnitude = b.neg(b.exp(op.getNuLog()));
+    Value phase = b.exp(op.getThetaLog());
+    Value lambda = b.exp(b.complex(magnitude, phase));
+    // Scale the [N, H] matrices by gamma rather than B u (cheaper).
+    Value bRe = op.getBRe(), bIm = op.getBIm();
+    if (Value gammaLog = op.getGammaLog()) {
+      Value gamma = b.broadcast(b.exp(gammaLog), bRe, {0});
+      bRe = b.mul(bRe, gamma);
+      bIm = b.mul(bIm, gamma);
+    }
+    Value input = projectInput(b, u, bRe, bIm);
+    Value x = b.scan(lambda, input, lengths, /*reverse=*/false);
+    Value y = readOut(b, x, op.getCRe(), op.getCIm());
+    if (op.isBidirectional()) {
+      Value xRev = b.scan(lambda, input, lengths, /*reverse=*/true);
+      y = b.add(y, readOut(b, xRev, op.getCRevRe(), op.getCRevIm()));
+    }
+    return replace(rewriter, op, finishRecurrence(b, y, u, op.getD(), lengths));
+  }
+};
+
+/// The generalised LRU: a time-varying lambda_t = exp(a_t + i exp(theta))
+/// from the gate g = U u; normalized divides by the scan of exp(a) over ones.
+struct GeneralizedRecurrencePattern
+    : OpRewritePattern<GeneralizedRecurrenceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeneralizedRecurrenceOp op,
+                                PatternRewriter &rewriter) const override {
+    Value lengths = op.getLengths();
+    if (lengths && failed(requireStaticLength(op, op.getU())))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    Value u = op.getU();
+    Value g = b.matmulNT(u, op.getGate());
+    Value decay = b.broadcastLast(b.exp(op.getNuLog()), g);
+    Value a = op.getForm() == GLRUForm::plain
+                  ? b.sub(g, decay)
+                  : b.neg(b.softplus(b.sub(decay, g)));
+    Value phase = b.broadcastLast(b.exp(op.getThetaLog()), g);
+    Value lambda = b.exp(b.complex(a, phase));
+    Value input = projectInput(b, u, op.getBRe(), op.getBIm());
+    Value h = b.scan(lambda, input, lengths, /*reverse=*/false);
+    if (op.getForm() == GLRUForm::normalized) {
+      Value ones = b.splat(1.0, g);
+      Value n = b.scan(b.exp(a), ones, lengths, /*reverse=*/false);
+      // Padded steps of n are 0: divide them by 1 instead.
+      if (lengths)
+        n = b.add(n, b.sub(ones, b.broadcastLeading(
+                                     b.lengthMask(MaskKind::prefix, lengths, g),
+                                     g)));
+      h = b.div(h, b.complex(n, b.splat(0.0, g)));
+    }
+    Value y = readOut(b, h, op.getCRe(), op.getCIm());
+    return replace(rewriter, op, finishRecurrence(b, y, u, op.getD(), lengths));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Dropout and norms (mode-dependent)
+//===----------------------------------------------------------------------===//
+
+/// Eval: the identity. Train: `lru.dropout_mask` keyed by the function's
+/// `dropout_key` argument (rate 0: the identity).
+struct DropoutPattern : OpRewritePattern<DropoutOp> {
+  DropoutPattern(MLIRContext *context, lruc::DecomposeMode mode)
+      : OpRewritePattern(context), mode(mode) {}
+
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    if (mode == lruc::DecomposeMode::Eval ||
+        op.getRate().convertToDouble() == 0) {
+      rewriter.replaceOp(op, op.getX());
+      return success();
+    }
+    Value key = findKey(op);
+    if (!key)
+      return op.emitOpError("needs a function argument tagged {lru.input = "
+                            "\"dropout_key\"} in train mode");
+    return replace(rewriter, op,
+                   rewriter.create<DropoutMaskOp>(
+                       op.getLoc(), op.getType(), op.getX(), key,
+                       op.getRateAttr(), op.getSiteAttr()));
+  }
+
+  static Value findKey(Operation *op) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    if (!func)
+      return {};
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (auto tag = func.getArgAttrOfType<StringAttr>(i, "lru.input"))
+        if (tag.getValue() == "dropout_key")
+          return func.getArgument(i);
+    return {};
+  }
+
+  lruc::DecomposeMode mode;
+};
+
+/// BatchNorm over all dims but the last, real steps only. Eval normalises
+/// with the running statistics; train with the batch statistics, and
+/// computes the new running statistics, tagged for the pass to return.
+struct BatchNormPattern : OpRewritePattern<BatchNormOp> {
+  BatchNormPattern(MLIRContext *context, lruc::DecomposeMode mode)
+      : OpRewritePattern(context), mode(mode) {}
+
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x = op.getX(), lengths = op.getLengths();
+    if (lengths && failed(requireStaticLength(op, x)))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    Value mean = op.getRunningMean(), var = op.getRunningVar();
+    Value mask, weights; // [B, L] and [B, L, H] masks of real steps
+    if (lengths) {
+      mask = b.lengthMask(MaskKind::prefix, lengths, x);
+      weights = b.broadcastLeading(mask, x);
+    }
+
+    Value centered;
+    if (mode == lruc::DecomposeMode::Train) {
+      StringAttr meanName = paramName(op.getRunningMean());
+      StringAttr varName = paramName(op.getRunningVar());
+      if (!meanName || !varName)
+        return op.emitOpError("needs running statistics from lru.param ops "
+                              "to decompose in train mode");
+      SmallVector<int64_t> dims = iota(tensorType(x).getRank() - 1);
+      Value sum = b.reduceSum(weights ? b.mul(x, weights) : x, dims);
+      // count: the number of real positions, as an [H] vector.
+      Value count;
+      if (mask)
+        count = b.broadcast(b.reduceSum(mask, {0, 1}), sum, {});
+      else if (llvm::none_of(dims, [&](int64_t d) {
+                 return tensorType(x).isDynamicDim(d);
+               }))
+        count = b.splat(double(ShapedType::getNumElements(
+                            tensorType(x).getShape().drop_back())),
+                        sum);
+      else
+        count = b.reduceSum(b.splat(1.0, x), dims);
+      Value batchMean = b.div(sum, count);
+      centered = b.sub(x, b.broadcastLast(batchMean, x));
+      Value dev = weights ? b.mul(centered, weights) : centered;
+      Value batchVar = b.div(b.reduceSum(b.mul(dev, dev), dims), count);
+
+      // running <- (1 - momentum) running + momentum stat; the variance
+      // with the unbiased estimate var * n / max(n - 1, 1).
+      double momentum = op.getMomentum().convertToDouble();
+      Value keep = b.splat(1.0 - momentum, mean);
+      Value take = b.splat(momentum, mean);
+      Value one = b.splat(1.0, mean);
+      Value scaled = b.mul(batchVar, count);
+      Value unbiased = b.div(scaled, b.max(b.sub(count, one), one));
+      Value oldMean = b.mul(keep, mean);
+      Value newMean = b.add(oldMean, b.mul(take, batchMean));
+      newMean.getDefiningOp()->setAttr(lruc::kStateUpdateAttr, meanName);
+      Value oldVar = b.mul(keep, var);
+      Value newVar = b.add(oldVar, b.mul(take, unbiased));
+      newVar.getDefiningOp()->setAttr(lruc::kStateUpdateAttr, varName);
+      mean = batchMean;
+      var = batchVar;
+    } else {
+      centered = b.sub(x, b.broadcastLast(mean, x));
+    }
+
+    Value eps = b.splat(op.getEpsilon().convertToDouble(), var);
+    Value factor = b.mul(op.getScale(), b.rsqrt(b.add(var, eps)));
+    Value normed = b.mul(centered, b.broadcastLast(factor, x));
+    Value y = b.add(normed, b.broadcastLast(op.getBias(), x));
+    if (weights)
+      y = b.mul(y, weights);
+    return replace(rewriter, op, y);
+  }
+
+  static StringAttr paramName(Value v) {
+    if (auto param = v.getDefiningOp<ParamOp>())
+      return param.getNameAttr();
+    return {};
+  }
+
+  lruc::DecomposeMode mode;
+};
+
+/// LayerNorm over the last dim (biased variance).
+struct LayerNormPattern : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x = op.getX();
+    auto type = tensorType(x);
+    int64_t last = type.getRank() - 1;
+    if (type.isDynamicDim(last))
+      return op.emitOpError("cannot be decomposed with a dynamic feature "
+                            "size (the last dim of ")
+             << type << ")";
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    double inv = 1.0 / double(type.getDimSize(last));
+    SmallVector<int64_t> lead = iota(last);
+    Value sum = b.reduceSum(x, {last});
+    Value invH = b.splat(inv, sum);
+    Value mean = b.mul(sum, invH);
+    Value centered = b.sub(x, b.broadcast(mean, x, lead));
+    Value var = b.mul(b.reduceSum(b.mul(centered, centered), {last}), invH);
+    Value eps = b.splat(op.getEpsilon().convertToDouble(), var);
+    Value normed =
+        b.mul(centered, b.broadcast(b.rsqrt(b.add(var, eps)), x, lead));
+    Value scaled = b.mul(normed, b.broadcastLast(op.getScale(), x));
+    Value y = b.add(scaled, b.broadcastLast(op.getBias(), x));
+    return replace(rewriter, op, y);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pooling, heads and losses
+//===----------------------------------------------------------------------===//
+
+/// mean: sum of real steps / their number; last: the step at length - 1.
+struct PoolPattern : OpRewritePattern<PoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op,
+                                PatternRewriter &rewriter) const override {
+    Value x = op.getX();
+    if (failed(requireStaticLength(op, x)))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    bool mean = op.getKind() == PoolKind::mean;
+    Value mask = b.lengthMask(mean ? MaskKind::prefix : MaskKind::last,
+                              op.getLengths(), x);
+    Value sum = b.reduceSum(b.mul(x, b.broadcastLeading(mask, x)), {1});
+    if (mean)
+      sum = b.div(sum, b.broadcast(b.reduceSum(mask, {1}), sum, {0}));
+    return replace(rewriter, op, sum);
+  }
+};
+
+/// concat(a, b, a * b, a - b) on dim 1.
+struct RetrievalCombinePattern : OpRewritePattern<RetrievalCombineOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RetrievalCombineOp op,
+                                PatternRewriter &rewriter) const override {
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    if (failed(requireSameType(op, lhs, rhs, "the two towers")))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    SmallVector<Value> parts = {lhs, rhs, b.mul(lhs, rhs), b.sub(lhs, rhs)};
+    return replace(rewriter, op,
+                   rewriter.create<ConcatOp>(op.getLoc(), op.getType(), parts,
+                                             rewriter.getI64IntegerAttr(1)));
+  }
+};
+
+/// The mean of per-row softmax cross entropy over examples or real steps.
+struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Value logits = op.getLogits(), lengths = op.getLengths();
+    if (lengths && failed(requireStaticLength(op, logits)))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    auto logitsType = tensorType(logits);
+    auto rowType = RankedTensorType::get(logitsType.getShape().drop_back(),
+                                         b.f32());
+    Value rows = rewriter.create<SoftmaxCrossEntropyOp>(
+        op.getLoc(), rowType, logits, op.getLabels());
+    Value mask;
+    if (lengths)
+      mask = b.lengthMask(MaskKind::prefix, lengths, logits);
+    Value loss = b.maskedMean(rows, mask);
+    return replace(rewriter, op, loss);
+  }
+};
+
+/// The mean of (pred - targets)^2 over all elements of real positions.
+struct MsePattern : OpRewritePattern<MseOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MseOp op,
+                                PatternRewriter &rewriter) const override {
+    Value pred = op.getPred(), lengths = op.getLengths();
+    if (failed(requireSameType(op, pred, op.getTargets(),
+                               "pred and targets")) ||
+        (lengths && failed(requireStaticLength(op, pred))))
+      return failure();
+    PrimitiveBuilder b(rewriter, op.getLoc());
+    Value diff = b.sub(pred, op.getTargets());
+    Value weights;
+    if (lengths)
+      weights = b.broadcastLeading(
+          b.lengthMask(MaskKind::prefix, lengths, pred), pred);
+    Value loss = b.maskedMean(b.mul(diff, diff), weights);
+    return replace(rewriter, op, loss);
+  }
+};
+
+} // namespace
+
+void lruc::populateDecomposePatterns(RewritePatternSet &patterns,
+                                     DecomposeMode mode) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<EmbedPattern, LinearPattern, GluPattern, RecurrencePattern,
+               GeneralizedRecurrencePattern, LayerNormPattern, PoolPattern,
+               RetrievalCombinePattern, CrossEntropyPattern, MsePattern>(
+      context);
+  patterns.add<DropoutPattern, BatchNormPattern>(context, mode);
+}
