@@ -1,6 +1,6 @@
 //===- lruc.cpp - The lruc compiler driver --------------------------------===//
 //
-//   lruc model.lru --emit=ast|lru|primitive [-o FILE] [-D NAME=VALUE ...]
+//   lruc model.lru --emit=ast|lru|primitive|grad [-o FILE] [-D NAME=VALUE ...]
 //
 // Reads a model file, checks it, and prints the requested stage. Output files
 // are written to a temporary file and renamed into place, so an interrupted
@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lru/LRUDialect.h"
+#include "lruc/AutodiffPasses.h"
 #include "lruc/MLIRGen.h"
 #include "lruc/Transforms/Passes.h"
 #include "lruc/frontend/Frontend.h"
@@ -34,7 +35,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Check, AST, LRU, Primitive };
+enum class Stage { Check, AST, LRU, Primitive, Grad };
 
 cl::OptionCategory lrucCategory("lruc options");
 
@@ -54,7 +55,10 @@ cl::opt<Stage> emitStage(
                           "the model-level lru dialect IR"),
                clEnumValN(Stage::Primitive, "primitive",
                           "the IR after lru-decompose: @forward and "
-                          "@forward_train in primitive ops")),
+                          "@forward_train in primitive ops"),
+               clEnumValN(Stage::Grad, "grad",
+                          "the primitive IR plus the derived @backward "
+                          "and @train_step")),
     cl::cat(lrucCategory));
 
 cl::opt<bool> ignoreTrain(
@@ -119,8 +123,8 @@ int main(int argc, char **argv) {
     return 1;
 
   if (emitStage == Stage::Check && outputPath != "-")
-    return fail("-o needs --emit=ast or --emit=lru: this version of lruc "
-                "stops at the model-level IR (no library output yet)");
+    return fail("-o needs an --emit stage (ast, lru, primitive, grad): this "
+                "version of lruc stops at the IR (no library output yet)");
 
   lruc::SourceFile source{inputPath, (*buffer)->getBuffer().str()};
   lruc::DiagnosticEngine diags(source, std::cerr);
@@ -149,9 +153,13 @@ int main(int argc, char **argv) {
   if (emitStage == Stage::Check)
     return 0;
 
-  if (emitStage == Stage::Primitive) {
+  if (emitStage == Stage::Primitive || emitStage == Stage::Grad) {
     mlir::PassManager pm(&context);
     pm.addPass(lruc::createDecomposePass());
+    if (emitStage == Stage::Grad) {
+      pm.addPass(lruc::createDeriveBackward());
+      pm.addPass(lruc::createDeriveTrainStep());
+    }
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
