@@ -59,11 +59,22 @@ struct Differentiated {
   func::FuncOp func;
   SmallVector<lru::ParamOp> params; ///< trainable, in order
   SmallVector<Value> grads;         ///< one per param
+  SmallVector<BlockArgument> inputs; ///< real inputs, when asked for
+  SmallVector<Value> inputGrads;     ///< one per input
 };
 
+/// Whether `arg` is a real-valued model input (features, targets): the
+/// inputs whose gradients `deriveBackward` can return.
+bool isRealInput(func::FuncOp func, BlockArgument arg) {
+  return func.getArgAttr(arg.getArgNumber(), "lru.input") &&
+         isa<FloatType>(cast<ShapedType>(arg.getType()).getElementType());
+}
+
 /// Clones `forward` as `name` and builds, before its return, the adjoint of
-/// every trainable parameter. The return is left as the forward's.
-FailureOr<Differentiated> differentiate(func::FuncOp forward, StringRef name) {
+/// every trainable parameter (and of every real input, with
+/// `withInputs`). The return is left as the forward's.
+FailureOr<Differentiated> differentiate(func::FuncOp forward, StringRef name,
+                                        bool withInputs = false) {
   Block &forwardBody = forward.getBody().front();
   auto forwardReturn = cast<func::ReturnOp>(forwardBody.getTerminator());
   if (forwardReturn.getNumOperands() == 0 ||
@@ -86,6 +97,12 @@ FailureOr<Differentiated> differentiate(func::FuncOp forward, StringRef name) {
 
   // 2. Activity.
   llvm::DenseSet<Value> active;
+  if (withInputs)
+    for (BlockArgument arg : body.getArguments())
+      if (isRealInput(d.func, arg)) {
+        d.inputs.push_back(arg);
+        active.insert(arg);
+      }
   for (Operation *op : forwardOps) {
     if (auto param = dyn_cast<lru::ParamOp>(op)) {
       if (isTrainable(param)) {
@@ -151,6 +168,14 @@ FailureOr<Differentiated> differentiate(func::FuncOp forward, StringRef name) {
           param.getLoc(), DenseElementsAttr::get(param.getType(), 0.0f));
     d.grads.push_back(grad);
   }
+  // Zero where the loss does not depend on an input: a broadcast scalar,
+  // since inputs have a dynamic batch dim.
+  for (BlockArgument input : d.inputs) {
+    Value grad = adjoint.lookup(input);
+    if (!grad)
+      grad = adjoints.zerosLike(input);
+    d.inputGrads.push_back(grad);
+  }
   return d;
 }
 
@@ -173,17 +198,27 @@ ArrayAttr paramNames(OpBuilder &builder, ArrayRef<lru::ParamOp> params) {
 
 } // namespace
 
-FailureOr<func::FuncOp> deriveBackward(func::FuncOp forward, StringRef name) {
-  FailureOr<Differentiated> d = differentiate(forward, name);
+FailureOr<func::FuncOp> deriveBackward(func::FuncOp forward, StringRef name,
+                                       bool inputGradients) {
+  FailureOr<Differentiated> d = differentiate(forward, name, inputGradients);
   if (failed(d))
     return failure();
   func::FuncOp backward = d->func;
   Value loss = backward.getBody().front().getTerminator()->getOperand(0);
   SmallVector<Value> results = {loss};
   results.append(d->grads);
+  results.append(d->inputGrads);
   setResults(backward, results);
   OpBuilder builder(backward);
   backward->setAttr("lru.gradients", paramNames(builder, d->params));
+  if (inputGradients) {
+    SmallVector<Attribute> inputNames;
+    for (BlockArgument input : d->inputs)
+      inputNames.push_back(
+          backward.getArgAttr(input.getArgNumber(), "lru.input"));
+    backward->setAttr("lru.input_gradients",
+                      builder.getArrayAttr(inputNames));
+  }
   backward->removeAttr("lru.state_updates");
   eraseDeadOps(backward.getBody().front());
   return backward;

@@ -32,7 +32,7 @@ struct DeriveBackwardPass
   using DeriveBackwardBase::DeriveBackwardBase;
   void runOnOperation() override {
     func::FuncOp forwardFunc = lookupForward(getOperation(), forward);
-    if (!forwardFunc || failed(lruc::deriveBackward(forwardFunc, name)))
+    if (!forwardFunc || failed(lruc::deriveBackward(forwardFunc, name, inputs)))
       signalPassFailure();
   }
 };

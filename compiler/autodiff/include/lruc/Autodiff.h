@@ -20,10 +20,13 @@
 namespace lruc {
 
 /// Adds `@backward` (named `name`) next to `forward`, whose first result
-/// must be the scalar loss. Emits an error at the offending op and fails if
-/// an active op has no derivative.
+/// must be the scalar loss. With `inputGradients`, the gradients of the
+/// real-valued inputs (features, targets) follow the parameters', named by
+/// the `lru.input_gradients` attribute. Emits an error at the offending op
+/// and fails if an active op has no derivative.
 mlir::FailureOr<mlir::func::FuncOp>
-deriveBackward(mlir::func::FuncOp forward, llvm::StringRef name = "backward");
+deriveBackward(mlir::func::FuncOp forward, llvm::StringRef name = "backward",
+               bool inputGradients = false);
 
 /// The optimizer settings of a model (its `lru.train` attribute, with the
 /// language's defaults where absent).

@@ -18,7 +18,9 @@ def DeriveBackward : Pass<"lru-derive-backward", "mlir::ModuleOp"> {
     Option<"forward", "forward", "std::string", "\"forward_train\"",
            "the function to differentiate">,
     Option<"name", "name", "std::string", "\"backward\"",
-           "the name of the derived function">
+           "the name of the derived function">,
+    Option<"inputs", "inputs", "bool", "false",
+           "also return the gradients of the real-valued inputs">
   ];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
