@@ -187,16 +187,29 @@ Value AdjointBuilder::scan(Value lambda, Value b, Value init, Value lengths,
                            reverse);
 }
 
+/// x [B, L, N] times the length mask of `kind`, broadcast over N.
+static Value masked(AdjointBuilder &ab, Value x, Value lengths, MaskKind kind) {
+  auto type = cast<RankedTensorType>(x.getType());
+  auto maskType = RankedTensorType::get(
+      {type.getDimSize(0), type.getDimSize(1)}, ab.builder().getF32Type());
+  Value mask =
+      ab.builder().create<LengthMaskOp>(ab.loc(), maskType, kind, lengths);
+  if (isComplex(x))
+    mask = ab.complex(mask, ab.zerosLike(mask));
+  return ab.mul(x, ab.broadcast(mask, x, {0, 1}));
+}
+
 Value AdjointBuilder::lastStep(Value x, Value lengths) {
   auto type = cast<RankedTensorType>(x.getType());
   if (!lengths)
     return reduceSum(slice(x, 1, type.getDimSize(1) - 1, 1), {1});
-  auto maskType = RankedTensorType::get(
-      {type.getDimSize(0), type.getDimSize(1)}, b_.getF32Type());
-  Value mask = b_.create<LengthMaskOp>(loc_, maskType, MaskKind::last, lengths);
-  if (isComplex(x))
-    mask = complex(mask, zerosLike(mask));
-  return reduceSum(mul(x, broadcast(mask, x, {0, 1})), {1});
+  return reduceSum(masked(*this, x, lengths, MaskKind::last), {1});
+}
+
+Value AdjointBuilder::firstStep(Value x, Value lengths) {
+  if (lengths)
+    x = masked(*this, x, lengths, MaskKind::prefix);
+  return reduceSum(slice(x, 1, 0, 1), {1});
 }
 
 // --- Structural rules -----------------------------------------------------------
@@ -315,12 +328,13 @@ struct ShiftDerivative : CppDerivative<ShiftDerivative, ShiftOp> {
   static LogicalResult rule(ShiftOp op, AdjointBuilder &ab, Value dy,
                             SmallVectorImpl<Value> &adj) {
     // Forward: y_t = x_{t-1}, y_0 = init. Its transpose moves dy back one
-    // step (x_t feeds y_{t+1}) and hands dy_0 to init; reverse mirrors it.
+    // step (x_t feeds y_{t+1}) and hands dy_0 to init (nothing from an
+    // empty sequence, whose y_0 is padding); reverse mirrors it.
     Value lengths = op.getLengths();
     adj[0] = ab.shift(dy, Value(), lengths, !op.getReverse());
     if (op.getInit())
       adj[1] = op.getReverse() ? ab.lastStep(dy, lengths)
-                               : ab.reduceSum(ab.slice(dy, 1, 0, 1), {1});
+                               : ab.firstStep(dy, lengths);
     return success();
   }
 };

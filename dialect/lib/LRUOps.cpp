@@ -137,11 +137,15 @@ LogicalResult checkRecurrence(ShapeChecker &check, Adaptor adaptor,
       succeeded(check.lengths(adaptor.getLengths(), b)));
 }
 
-/// A number in a parameter's `args`: a float, or an integer for convenience.
-std::optional<double> getNumber(DictionaryAttr args, StringRef key) {
-  if (!args)
-    return std::nullopt;
-  Attribute attr = args.get(key);
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+std::optional<double> ParamOp::getArgNumber(StringRef key) {
+  DictionaryAttr args = getArgsAttr();
+  Attribute attr = args ? args.get(key) : Attribute();
   if (auto f = dyn_cast_or_null<FloatAttr>(attr))
     return f.getValueAsDouble();
   if (auto i = dyn_cast_or_null<IntegerAttr>(attr))
@@ -149,11 +153,11 @@ std::optional<double> getNumber(DictionaryAttr args, StringRef key) {
   return std::nullopt;
 }
 
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// ParamOp
-//===----------------------------------------------------------------------===//
+StringRef ParamOp::getArgString(StringRef key) {
+  DictionaryAttr args = getArgsAttr();
+  auto s = args ? dyn_cast_or_null<StringAttr>(args.get(key)) : nullptr;
+  return s ? s.getValue() : StringRef();
+}
 
 LogicalResult ParamOp::verify() {
   if (getName().empty())
@@ -162,9 +166,8 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError("expects a static result shape, got ") << type;
 
-  DictionaryAttr args = getArgsAttr();
   StringRef init = stringifyInitKind(getInit());
-  auto number = [&](StringRef key) { return getNumber(args, key); };
+  auto number = [&](StringRef key) { return getArgNumber(key); };
   switch (getInit()) {
   case InitKind::zeros:
   case InitKind::ones:
@@ -207,11 +210,7 @@ LogicalResult ParamOp::verify() {
     return success();
   }
   // lru_gamma: gamma_log = log(sqrt(1 - |lambda|^2)) of the named params.
-  auto isName = [&](StringRef key) {
-    auto name = args ? dyn_cast_or_null<StringAttr>(args.get(key)) : nullptr;
-    return name && !name.getValue().empty();
-  };
-  if (!isName("nu") || !isName("theta"))
+  if (getArgString("nu").empty() || getArgString("theta").empty())
     return emitOpError("init ")
            << init
            << " expects string 'nu' and 'theta' in args (the names of the "

@@ -61,6 +61,9 @@ public:
   /// Each sequence's last real step: [B, L, N] -> [B, N] (step L - 1
   /// without lengths).
   mlir::Value lastStep(mlir::Value x, mlir::Value lengths);
+  /// Each sequence's first step: [B, L, N] -> [B, N], zero for a sequence
+  /// of length 0 (which has no real step).
+  mlir::Value firstStep(mlir::Value x, mlir::Value lengths);
 
   // Structural ops (optional operands may be null).
   mlir::Value matmul(MatmulKind kind, mlir::Value lhs, mlir::Value rhs);

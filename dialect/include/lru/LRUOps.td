@@ -52,6 +52,12 @@ def LRU_ParamOp : LRU_Op<"param", [Pure]> {
     $name `init` `(` $init `)` ($args^)? `group` `(` $group `)` attr-dict
     `:` type($result)
   }];
+  let extraClassDeclaration = [{
+    /// A number in `args` (a float, or an integer for convenience).
+    std::optional<double> getArgNumber(llvm::StringRef key);
+    /// A string in `args` (the params an lru_gamma derives from), or "".
+    llvm::StringRef getArgString(llvm::StringRef key);
+  }];
   let hasVerifier = 1;
 }
 

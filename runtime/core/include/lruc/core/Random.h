@@ -1,0 +1,48 @@
+//===- Random.h - Counter-based random numbers ------------------*- C++ -*-===//
+//
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3", SC 2011; the Random123 library): a random number is a pure function of
+// a counter and a key, so any element of a dropout mask or of a parameter's
+// initial value can be computed on its own, on any device, in any order. The
+// backward pass regenerates a dropout mask instead of storing it.
+//
+// Plain C++17, no MLIR or LLVM: the reference interpreter and the generated
+// CPU and CUDA code share these definitions.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_CORE_RANDOM_H
+#define LRUC_CORE_RANDOM_H
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace lruc::core {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+/// Ten rounds of Philox4x32 on `counter` with `key` (Random123's
+/// philox4x32_R(10, ...)).
+PhiloxCounter philox4x32(PhiloxCounter counter, PhiloxKey key);
+
+/// The top 24 bits of `u` as a double in [0, 1).
+double uniform24(uint32_t u);
+
+/// The top 24 bits of `u` as a double in (0, 1), never 0 or 1, so that
+/// logarithms of it are finite.
+double uniformOpen(uint32_t u);
+
+/// FNV-1a, 32 bits: the hash of a parameter's name in its init counter.
+uint32_t fnv1a32(std::string_view text);
+
+/// Whether dropout keeps element `index` (the flat row-major index) of the
+/// tensor at dropout `site` in training step `step`:
+/// key = {seed lo32, seed hi32}, counter = {index lo32, index hi32, site,
+/// step}; kept iff uniform24(first output word) >= rate.
+bool dropoutKeep(uint64_t seed, uint32_t step, uint32_t site, uint64_t index,
+                 double rate);
+
+} // namespace lruc::core
+
+#endif // LRUC_CORE_RANDOM_H
