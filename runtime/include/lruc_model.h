@@ -22,6 +22,15 @@
  * Entry points are reentrant: calls on different buffers may run
  * concurrently.
  *
+ * Step mode runs inference one step at a time, O(1) per step: what the
+ * model carries from step to step (each recurrence's state, a running sum
+ * for mean pooling) lives in a caller-owned carry block of
+ * `batch * carry_floats` floats. Each carry (listed in the manifest's
+ * "step" object with its name, shape and per-example offset) is a dense
+ * [batch, ...] array starting at `batch * offset` floats; complex states
+ * store re, im pairs. A zeroed block starts new sequences (`step_reset`).
+ * After step t the outputs equal `forward`'s on the first t + 1 steps.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef LRUC_MODEL_H
@@ -34,8 +43,9 @@
 extern "C" {
 #endif
 
-/* Version 1. Bumped on any change to the structs or entry points below. */
-#define LRUC_ABI_VERSION 1u
+/* Version 2 (1 had no step mode). Bumped on any change to the structs or
+   entry points below. */
+#define LRUC_ABI_VERSION 2u
 
 typedef enum lruc_dtype { LRUC_F32 = 0, LRUC_I32 = 1, LRUC_I64 = 2 } lruc_dtype;
 
@@ -118,6 +128,30 @@ typedef struct lruc_model {
                     float *adam_v, float *state, float lr, float step,
                     const void *const *inputs, const int64_t dropout_key[2],
                     float *loss, char *error, size_t error_size);
+
+  /* Step mode. NULL (and `step_reset` NULL) when the model cannot run
+     causally; then `step_unavailable` says why, e.g. "step mode needs a
+     causal model with one input sequence: a bidirectional recurrence reads
+     steps that have not come yet (model.lru:14:5)". */
+  const char *step_unavailable;
+  uint64_t carry_floats; /* per example */
+  /* The inputs of one step (the sequence inputs with length 1) and its
+     outputs (the predictions after this step). */
+  int32_t num_step_inputs;
+  const lruc_tensor_info *step_inputs;
+  int32_t num_step_outputs;
+  const lruc_tensor_info *step_outputs;
+
+  /* Zeroes the carry block of `batch` sequences: each starts anew. */
+  int (*step_reset)(int64_t batch, float *carry, char *error,
+                    size_t error_size);
+
+  /* Feeds one step of `batch` sequences: reads and updates `carry` in
+     place and writes the predictions, in inference mode (running
+     statistics, no dropout). */
+  int (*step)(int64_t batch, const float *params, const float *state,
+              float *carry, const void *const *inputs, float *const *outputs,
+              char *error, size_t error_size);
 } lruc_model;
 
 /* The model, if the library speaks `abi_version`; NULL otherwise. */

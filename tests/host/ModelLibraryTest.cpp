@@ -51,9 +51,10 @@ TEST(ModelLibrary, SharedLibraryWithoutTheSymbol) {
 }
 
 TEST(ModelLibrary, AnotherAbiVersion) {
-  std::string path = LRUC_FAKE_MODEL_V2;
-  EXPECT_EQ(openError(path), path + ": built for ABI v2, this runtime speaks "
-                                    "v1: rebuild it with this lruc");
+  std::string path = LRUC_FAKE_MODEL_OLD;
+  EXPECT_EQ(openError(path),
+            path + ": built for ABI v1, this runtime speaks v" +
+                std::to_string(LRUC_ABI_VERSION) + ": rebuild it with this lruc");
 }
 
 TEST(ModelLibrary, ReadsTheManifest) {

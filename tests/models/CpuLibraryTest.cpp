@@ -4,7 +4,9 @@
 // (the C++ emitter and the host compiler, as `lruc -o model.so` does),
 // loaded with dlopen and run through its C ABI: initial parameters,
 // forward (eval and train), backward and one train_step must match the fp64
-// reference interpreter on the same batch, within fp32 tolerances.
+// reference interpreter on the same batch, within fp32 tolerances; step
+// mode, fed the batch one step at a time, must give after each step what
+// the interpreter's forward gives on that prefix.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +78,105 @@ void expectClose(const float *actual, const std::vector<double> &expected,
   for (size_t k = 0; k < expected.size(); ++k)
     ASSERT_NEAR(actual[k], expected[k], tolerance * scale)
         << what << "[" << k << "]";
+}
+
+bool isSequenceTag(const std::string &tag) {
+  return tag == "tokens" || tag == "features";
+}
+
+/// Feeds `args` (@forward's inputs) to the library's step mode one step at
+/// a time from a reset carry and checks each step's predictions against
+/// the interpreter's @forward on the prefix so far (its `lengths` set to
+/// the prefix length), or, for per-step predictions, against step t of
+/// @forward on the whole sequence.
+void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
+                           std::vector<Tensor> args,
+                           const lruc::ParameterStore &store,
+                           const std::vector<float> &params,
+                           const std::vector<float> &state, int64_t batch,
+                           const std::string &name) {
+  ASSERT_NE(m.step_reset, nullptr);
+  ASSERT_EQ(m.num_step_outputs, 1);
+  const lruc_tensor_info &out = m.step_outputs[0];
+  bool perStep = out.rank == 3;
+  int64_t steps = 0, outSize = batch;
+  for (int32_t d = 1; d < out.rank; ++d)
+    outSize *= out.shape[d];
+  std::vector<unsigned> sequences, lengths;
+  for (unsigned i = 0; i < args.size(); ++i) {
+    std::string tag = lruc::testing::inputTag(forward, i);
+    if (isSequenceTag(tag)) {
+      sequences.push_back(i);
+      steps = args[i].shape[1];
+    } else if (tag == "lengths") {
+      lengths.push_back(i);
+    }
+  }
+  ASSERT_EQ(int(sequences.size()), m.num_step_inputs);
+
+  std::vector<float> carry(batch * m.carry_floats, 1.0f);
+  char message[512] = "";
+  ASSERT_EQ(m.step_reset(batch, carry.data(), message, sizeof message), 0);
+  for (float v : carry)
+    ASSERT_EQ(v, 0.0f);
+  std::vector<Tensor> wholeExpected;
+  for (int64_t t = 0; t < steps; ++t) {
+    // This step of every sequence input.
+    Buffers stepInputs;
+    stepInputs.floats.reserve(sequences.size());
+    stepInputs.int32s.reserve(sequences.size());
+    for (unsigned i : sequences) {
+      const Tensor &seq = args[i];
+      int64_t width = seq.numElements() / (batch * steps);
+      if (seq.kind == Tensor::Kind::Int) {
+        std::vector<int32_t> slice;
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t k = 0; k < width; ++k)
+            slice.push_back(seq.ints[(b * steps + t) * width + k]);
+        stepInputs.int32s.push_back(std::move(slice));
+        stepInputs.pointers.push_back(stepInputs.int32s.back().data());
+      } else {
+        std::vector<float> slice;
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t k = 0; k < width; ++k)
+            slice.push_back(float(seq.re[(b * steps + t) * width + k]));
+        stepInputs.floats.push_back(std::move(slice));
+        stepInputs.pointers.push_back(stepInputs.floats.back().data());
+      }
+    }
+    std::vector<float> got(outSize);
+    float *outputs[] = {got.data()};
+    ASSERT_EQ(m.step(batch, params.data(), state.data(), carry.data(),
+                     stepInputs.pointers.data(), outputs, message,
+                     sizeof message),
+              0)
+        << message;
+
+    std::vector<double> expected;
+    if (perStep) {
+      if (wholeExpected.empty()) {
+        for (unsigned i : lengths)
+          std::fill(args[i].ints.begin(), args[i].ints.end(), steps);
+        auto result = lruc::interpret(forward, args, store);
+        ASSERT_TRUE(mlir::succeeded(result));
+        wholeExpected = std::move(*result);
+      }
+      const std::vector<double> &all = wholeExpected[1].re;
+      int64_t width = outSize / batch;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t k = 0; k < width; ++k)
+          expected.push_back(all[(b * steps + t) * width + k]);
+    } else {
+      ASSERT_FALSE(lengths.empty()) << "a pooled model without lengths";
+      for (unsigned i : lengths)
+        std::fill(args[i].ints.begin(), args[i].ints.end(), t + 1);
+      auto result = lruc::interpret(forward, args, store);
+      ASSERT_TRUE(mlir::succeeded(result));
+      expected = (*result)[1].re;
+    }
+    expectClose(got.data(), expected, 1e-4,
+                name + " step " + std::to_string(t));
+  }
 }
 
 class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
@@ -232,6 +333,18 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
           ASSERT_NEAR(stepParams[info.offset + k], before[k], 2.5 * lr)
               << c.name << " updated " << info.name << "[" << k << "]";
       }
+
+  // Step mode, or why there is none.
+  if (module->lookupSymbol("step")) {
+    expectStepModeMatches(m, forward, evalArgs, *store, params, state, kBatch,
+                          c.name);
+  } else {
+    EXPECT_EQ(m.step, nullptr);
+    ASSERT_NE(m.step_unavailable, nullptr);
+    EXPECT_NE(std::string(m.step_unavailable).find("step mode needs a causal"),
+              std::string::npos)
+        << m.step_unavailable;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::smallModelCases()),

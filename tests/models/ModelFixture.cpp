@@ -90,6 +90,7 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
   if (!module)
     return nullptr;
   mlir::PassManager pm(&context);
+  pm.addPass(createDeriveStepPass());
   pm.addPass(createDecomposePass());
   pm.addPass(createDeriveBackward());
   pm.addPass(createDeriveTrainStep());

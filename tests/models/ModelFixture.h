@@ -41,8 +41,8 @@ std::vector<ModelCase> smallModelCases();
 void PrintTo(const ModelCase &c, std::ostream *os);
 
 /// Parses, checks and lowers `c` (ignoring its train section unless
-/// `withTrain`) through lru-decompose, -lru-derive-backward and
-/// -lru-derive-train-step. Null, with the diagnostics in `errors`, on
+/// `withTrain`) through -lru-derive-step, lru-decompose,
+/// -lru-derive-backward and -lru-derive-train-step. Null, with the diagnostics in `errors`, on
 /// failure.
 mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
                                                const ModelCase &c,

@@ -672,9 +672,61 @@ std::string inputTag(func::FuncOp func, unsigned i) {
   return "";
 }
 
-/// The manifest: name, parameters, inputs, outputs and train settings.
+/// What @step carries from one step to the next: its arguments tagged
+/// `lru.carry`, each a [B, ...] array at `offset` floats per example in the
+/// carry block (lruc_model.h), and the step's own inputs and outputs.
+struct StepLayout {
+  struct Carry {
+    std::string name;
+    RankedTensorType type;
+    uint64_t offset = 0, floats = 0; ///< per example
+  };
+  std::vector<Carry> carries;
+  uint64_t floats = 0; ///< per example
+  std::vector<std::pair<std::string, RankedTensorType>> inputs, outputs;
+};
+
+FailureOr<StepLayout> stepLayoutOf(func::FuncOp step) {
+  StepLayout layout;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto type = cast<RankedTensorType>(step.getArgumentTypes()[i]);
+    auto carry = step.getArgAttrOfType<StringAttr>(i, "lru.carry");
+    if (!carry) {
+      layout.inputs.push_back({inputTag(step, i), type});
+      continue;
+    }
+    if (!type.isDynamicDim(0) || elementType(type).empty())
+      return step.emitError("carry '")
+             << carry.getValue() << "' must be a [B, ...] array, not " << type;
+    uint64_t floats = ShapedType::getNumElements(type.getShape().drop_front()) *
+                      (isa<ComplexType>(type.getElementType()) ? 2 : 1);
+    layout.carries.push_back({carry.str(), type, layout.floats, floats});
+    layout.floats += floats;
+  }
+  if (step.getNumResults() < layout.carries.size())
+    return step.emitError("expects a result per carry");
+  for (unsigned i = 0; i < step.getNumResults() - layout.carries.size(); ++i)
+    layout.outputs.push_back(
+        {"predictions", cast<RankedTensorType>(step.getResultTypes()[i])});
+  return layout;
+}
+
+/// A tensor's name, dtype and shape (-1 for the batch) as JSON.
+llvm::json::Object tensorJson(StringRef name, Type type) {
+  llvm::json::Array shape;
+  for (int64_t d : cast<RankedTensorType>(type).getShape())
+    shape.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
+  std::string dtype = elementType(type);
+  return llvm::json::Object{
+      {"name", name},
+      {"dtype", dtype == "cfloat" ? std::string("complex64") : dtype},
+      {"shape", std::move(shape)}};
+}
+
+/// The manifest: name, parameters, inputs, outputs, step mode and train
+/// settings.
 std::string manifestJson(ModuleOp module, const Layout &layout,
-                         func::FuncOp forward) {
+                         func::FuncOp forward, const StepLayout *step) {
   auto params = [&](ArrayRef<ParamSlot> slots) {
     llvm::json::Array out;
     for (const ParamSlot &slot : slots) {
@@ -692,16 +744,30 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
   };
   auto tensors = [&](TypeRange types, auto nameOf) {
     llvm::json::Array out;
-    for (auto [i, type] : llvm::enumerate(types)) {
-      llvm::json::Array shape;
-      for (int64_t d : cast<RankedTensorType>(type).getShape())
-        shape.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
-      out.push_back(llvm::json::Object{{"name", nameOf(i)},
-                                       {"dtype", elementType(type)},
-                                       {"shape", std::move(shape)}});
-    }
+    for (auto [i, type] : llvm::enumerate(types))
+      out.push_back(tensorJson(nameOf(i), type));
     return out;
   };
+  llvm::json::Value stepJson = nullptr;
+  if (step) {
+    llvm::json::Array inputs, outputs, carries;
+    for (const auto &[name, type] : step->inputs)
+      inputs.push_back(tensorJson(name, type));
+    for (const auto &[name, type] : step->outputs)
+      outputs.push_back(tensorJson(name, type));
+    for (const StepLayout::Carry &carry : step->carries) {
+      llvm::json::Object object = tensorJson(carry.name, carry.type);
+      object["offset"] = int64_t(carry.offset);
+      carries.push_back(std::move(object));
+    }
+    stepJson = llvm::json::Object{{"carry_floats", int64_t(step->floats)},
+                                  {"inputs", std::move(inputs)},
+                                  {"outputs", std::move(outputs)},
+                                  {"carries", std::move(carries)}};
+  }
+  std::string unavailable;
+  if (auto why = module->getAttrOfType<StringAttr>("lru.step_unavailable"))
+    unavailable = why.str();
   llvm::json::Object train;
   if (auto attr = module->getAttrOfType<DictionaryAttr>("lru.train"))
     for (NamedAttribute a : attr) {
@@ -713,7 +779,7 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
         train[a.getName().str()] = s.str();
     }
   llvm::json::Object manifest{
-      {"abi_version", 1},
+      {"abi_version", 2},
       {"model", module->getAttrOfType<StringAttr>("lru.model")
                     ? module->getAttrOfType<StringAttr>("lru.model").str()
                     : std::string("model")},
@@ -724,6 +790,8 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       {"outputs", tensors(forward.getResultTypes(), [](size_t i) {
          return std::string(i == 0 ? "loss" : "predictions");
        })},
+      {"step", std::move(stepJson)},
+      {"step_unavailable", unavailable},
       {"train", std::move(train)}};
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -807,6 +875,14 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os) {
   func::FuncOp forward = funcs["forward"], train = funcs["forward_train"],
                backward = funcs["backward"], step = funcs["train_step"];
   Layout layout = layoutOf(train);
+  auto stepMode = module.lookupSymbol<func::FuncOp>("step");
+  std::optional<StepLayout> stepLayout;
+  if (stepMode) {
+    FailureOr<StepLayout> l = stepLayoutOf(stepMode);
+    if (failed(l))
+      return failure();
+    stepLayout = std::move(*l);
+  }
 
   os << "// Generated by lruc: the CPU library of model '"
      << (module->getAttrOfType<StringAttr>("lru.model")
@@ -827,6 +903,8 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os) {
   for (StringRef name : kFunctions)
     if (failed(functions.emit(funcs[name])))
       return failure();
+  if (stepMode && failed(functions.emit(stepMode)))
+    return failure();
 
   // Tables.
   emitParamTable(os, "kParams", layout.params);
@@ -840,8 +918,14 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os) {
                        cast<RankedTensorType>(forward.getResultTypes()[i])});
   emitTensorTable(os, "kInputs", inputs);
   emitTensorTable(os, "kOutputs", outputs);
+  if (stepLayout) {
+    emitTensorTable(os, "kStepInputs", stepLayout->inputs);
+    emitTensorTable(os, "kStepOutputs", stepLayout->outputs);
+  }
   os << "const char kManifest[] = R\"lruc_manifest("
-     << manifestJson(module, layout, forward) << ")lruc_manifest\";\n\n";
+     << manifestJson(module, layout, forward,
+                     stepLayout ? &*stepLayout : nullptr)
+     << ")lruc_manifest\";\n\n";
 
   // Entry points: each catches everything, so no exception reaches C.
   os << R"cpp(/// Copies `message` into the caller's error buffer.
@@ -1002,6 +1086,40 @@ int forward(int64_t batch, const float *params, const float *state,
           "message);\n  });\n}\n\n";
   }
 
+  // Step mode: the carries at their offsets, updated in place.
+  if (stepLayout) {
+    Binding binding;
+    unsigned input = 0, carry = 0, output = 0;
+    for (unsigned i = 0; i < stepMode.getNumArguments(); ++i)
+      binding.args.push_back(
+          stepMode.getArgAttr(i, "lru.carry")
+              ? "carry + batch * " +
+                    std::to_string(stepLayout->carries[carry++].offset)
+              : "inputs[" + std::to_string(input++) + "]");
+    for (; output < stepLayout->outputs.size(); ++output)
+      binding.results.push_back("outputs[" + std::to_string(output) + "]");
+    for (const StepLayout::Carry &c : stepLayout->carries)
+      binding.results.push_back("carry + batch * " + std::to_string(c.offset));
+    os << "int step_reset(int64_t batch, float *carry, char *error, size_t "
+          "error_size) {\n"
+          "  if (batch < 0)\n"
+          "    return fail(\"step_reset: batch \" + std::to_string(batch) + "
+          "\" is negative\", error, error_size);\n"
+          "  std::fill(carry, carry + batch * "
+       << stepLayout->floats
+       << ", 0.0f);\n  return 0;\n}\n\n"
+          "int step(int64_t batch, const float *params, const float *state, "
+          "float *carry,\n    const void *const *inputs, float *const "
+          "*outputs, char *error,\n    size_t error_size) {\n";
+    emitArrays(os, binding);
+    os << "  return guarded(error, error_size, [&](std::string &message) {\n"
+          "    return run_step(batch, params, state, args, results, "
+          "message);\n  });\n}\n\n";
+  }
+  std::string unavailable;
+  if (auto why = module->getAttrOfType<StringAttr>("lru.step_unavailable"))
+    unavailable = why.str();
+
   os << "const lruc_model kModel = {\n"
         "  LRUC_ABI_VERSION, sizeof(lruc_model),\n  "
      << quoted(module->getAttrOfType<StringAttr>("lru.model")
@@ -1012,7 +1130,17 @@ int forward(int64_t batch, const float *params, const float *state,
      << layout.state.size() << ", kState,\n  " << inputs.size()
      << ", kInputs, " << outputs.size()
      << ", kOutputs,\n  init, forward, forward_train, backward, "
-        "train_step,\n};\n\n"
+        "train_step,\n  ";
+  if (stepLayout)
+    os << "nullptr, " << stepLayout->floats << ", "
+       << stepLayout->inputs.size() << ", kStepInputs, "
+       << stepLayout->outputs.size()
+       << ", kStepOutputs, step_reset, step,\n};\n\n";
+  else
+    os << quoted(unavailable.empty() ? "the model has no step mode"
+                                     : unavailable)
+       << ", 0, 0, nullptr, 0, nullptr, nullptr, nullptr,\n};\n\n";
+  os << ""
         "} // namespace\n\n"
         "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "lruc_model *\nlruc_model_get(uint32_t abi_version) {\n"

@@ -243,6 +243,7 @@ int main(int argc, char **argv) {
   bool fused = lowered || printStats || emitStage == Stage::Fused;
   if (fused || emitStage == Stage::Primitive || emitStage == Stage::Grad) {
     mlir::PassManager pm(&context);
+    pm.addPass(lruc::createDeriveStepPass());
     pm.addPass(lruc::createDecomposePass());
     if (fused || emitStage == Stage::Grad) {
       pm.addPass(lruc::createDeriveBackward());

@@ -287,13 +287,39 @@ Value finishRecurrence(PrimitiveBuilder &b, Value y, Value u, Value d,
   return y;
 }
 
+/// A pattern whose rewrite depends on the function's mode.
+template <typename OpT>
+struct ModePattern : OpRewritePattern<OpT> {
+  ModePattern(MLIRContext *context, lruc::DecomposeMode mode)
+      : OpRewritePattern<OpT>(context), mode(mode) {}
+  /// @step: every step is real (lengths are not read) and state is carried.
+  bool stepping() const { return mode == lruc::DecomposeMode::Step; }
+  lruc::DecomposeMode mode;
+};
+
+/// The carry name of a recurrence's state: its parameters' common prefix
+/// ("blocks.0.lru" of "blocks.0.lru.nu_log") and `what`.
+std::string carryName(Value nuLog, StringRef what) {
+  StringRef name = "recurrence";
+  if (auto param = nuLog.getDefiningOp<ParamOp>())
+    name = param.getName().rsplit('.').first;
+  return (name + "." + what).str();
+}
+
+/// In step mode, tags `scan` to start from the state the previous step left
+/// (see lruc::kCarryScanAttr).
+void carryScan(Value scan, StringRef name) {
+  scan.getDefiningOp()->setAttr(
+      lruc::kCarryScanAttr, StringAttr::get(scan.getContext(), name));
+}
+
 /// The LRU: lambda = exp(-exp(nu) + i exp(theta)), x = scan(lambda, gamma *
 /// B u), y = Re(C x [+ C_rev x_rev]) + D u, masked.
-struct RecurrencePattern : OpRewritePattern<RecurrenceOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct RecurrencePattern : ModePattern<RecurrenceOp> {
+  using ModePattern::ModePattern;
   LogicalResult matchAndRewrite(RecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
-    Value lengths = op.getLengths();
+    Value lengths = stepping() ? Value() : op.getLengths();
     if (lengths && failed(requireStaticLength(op, op.getU())))
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
@@ -310,6 +336,8 @@ struct RecurrencePattern : OpRewritePattern<RecurrenceOp> {
     }
     Value input = projectInput(b, u, bRe, bIm);
     Value x = b.scan(lambda, input, lengths, /*reverse=*/false);
+    if (stepping())
+      carryScan(x, carryName(op.getNuLog(), "state"));
     Value y = readOut(b, x, op.getCRe(), op.getCIm());
     if (op.isBidirectional()) {
       Value xRev = b.scan(lambda, input, lengths, /*reverse=*/true);
@@ -322,11 +350,11 @@ struct RecurrencePattern : OpRewritePattern<RecurrenceOp> {
 /// The generalised LRU: a time-varying lambda_t = exp(a_t + i exp(theta))
 /// from the gate g = U u; normalized divides by the scan of exp(a) over ones.
 struct GeneralizedRecurrencePattern
-    : OpRewritePattern<GeneralizedRecurrenceOp> {
-  using OpRewritePattern::OpRewritePattern;
+    : ModePattern<GeneralizedRecurrenceOp> {
+  using ModePattern::ModePattern;
   LogicalResult matchAndRewrite(GeneralizedRecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
-    Value lengths = op.getLengths();
+    Value lengths = stepping() ? Value() : op.getLengths();
     if (lengths && failed(requireStaticLength(op, op.getU())))
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
@@ -340,9 +368,13 @@ struct GeneralizedRecurrencePattern
     Value lambda = b.exp(b.complex(a, phase));
     Value input = projectInput(b, u, op.getBRe(), op.getBIm());
     Value h = b.scan(lambda, input, lengths, /*reverse=*/false);
+    if (stepping())
+      carryScan(h, carryName(op.getNuLog(), "state"));
     if (op.getForm() == GLRUForm::normalized) {
       Value ones = b.splat(1.0, g);
       Value n = b.scan(b.exp(a), ones, lengths, /*reverse=*/false);
+      if (stepping())
+        carryScan(n, carryName(op.getNuLog(), "norm"));
       // Padded steps of n are 0: divide them by 1 instead.
       if (lengths)
         n = b.add(n, b.sub(ones, b.broadcastLeading(
@@ -367,7 +399,7 @@ struct DropoutPattern : OpRewritePattern<DropoutOp> {
 
   LogicalResult matchAndRewrite(DropoutOp op,
                                 PatternRewriter &rewriter) const override {
-    if (mode == lruc::DecomposeMode::Eval ||
+    if (mode != lruc::DecomposeMode::Train ||
         op.getRate().convertToDouble() == 0) {
       rewriter.replaceOp(op, op.getX());
       return success();
@@ -405,7 +437,9 @@ struct BatchNormPattern : OpRewritePattern<BatchNormOp> {
 
   LogicalResult matchAndRewrite(BatchNormOp op,
                                 PatternRewriter &rewriter) const override {
-    Value x = op.getX(), lengths = op.getLengths();
+    Value x = op.getX();
+    Value lengths =
+        mode == lruc::DecomposeMode::Step ? Value() : op.getLengths();
     if (lengths && failed(requireStaticLength(op, x)))
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
@@ -516,8 +550,11 @@ struct LayerNormPattern : OpRewritePattern<LayerNormOp> {
 //===----------------------------------------------------------------------===//
 
 /// mean: sum of real steps / their number; last: the step at length - 1.
-struct PoolPattern : OpRewritePattern<PoolOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// In step mode (one step, every step real): last is that step; mean
+/// carries the running sum and count (per feature, so that the division
+/// stays elementwise) from step to step.
+struct PoolPattern : ModePattern<PoolOp> {
+  using ModePattern::ModePattern;
   LogicalResult matchAndRewrite(PoolOp op,
                                 PatternRewriter &rewriter) const override {
     Value x = op.getX();
@@ -525,6 +562,18 @@ struct PoolPattern : OpRewritePattern<PoolOp> {
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
     bool mean = op.getKind() == PoolKind::mean;
+    if (stepping()) {
+      Value sum = b.reduceSum(x, {1});
+      if (!mean)
+        return replace(rewriter, op, sum);
+      Value count = b.splat(1.0, sum);
+      MLIRContext *context = op.getContext();
+      sum.getDefiningOp()->setAttr(lruc::kCarrySumAttr,
+                                   StringAttr::get(context, "pool.sum"));
+      count.getDefiningOp()->setAttr(lruc::kCarrySumAttr,
+                                     StringAttr::get(context, "pool.count"));
+      return replace(rewriter, op, b.div(sum, count));
+    }
     Value mask = b.lengthMask(mean ? MaskKind::prefix : MaskKind::last,
                               op.getLengths(), x);
     Value sum = b.reduceSum(b.mul(x, b.broadcastLeading(mask, x)), {1});
@@ -598,9 +647,9 @@ struct MsePattern : OpRewritePattern<MseOp> {
 void lruc::populateDecomposePatterns(RewritePatternSet &patterns,
                                      DecomposeMode mode) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<EmbedPattern, LinearPattern, GluPattern, RecurrencePattern,
-               GeneralizedRecurrencePattern, LayerNormPattern, PoolPattern,
+  patterns.add<EmbedPattern, LinearPattern, GluPattern, LayerNormPattern,
                RetrievalCombinePattern, CrossEntropyPattern, MsePattern>(
       context);
-  patterns.add<DropoutPattern, BatchNormPattern>(context, mode);
+  patterns.add<DropoutPattern, BatchNormPattern, RecurrencePattern,
+               GeneralizedRecurrencePattern, PoolPattern>(context, mode);
 }

@@ -2,8 +2,10 @@
 //
 // Makes @forward_train (a clone of @forward with a dropout key argument),
 // then runs the decomposition patterns as a partial conversion over each
-// function, eval mode on @forward and train mode on @forward_train, and
-// finally returns the running statistics that train-mode BatchNorm tagged.
+// function, eval mode on @forward, train mode on @forward_train and step mode
+// on @step (when -lru-derive-step made one), and finally returns the running
+// statistics that train-mode BatchNorm tagged and threads what step mode
+// carries through @step's arguments and results.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +13,9 @@
 
 #include "lru/LRUOps.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -29,6 +33,7 @@ namespace {
 
 constexpr StringLiteral kForward = "forward";
 constexpr StringLiteral kForwardTrain = "forward_train";
+constexpr StringLiteral kStep = "step";
 
 /// Clones @forward as @forward_train, right after it, with a trailing
 /// `tensor<2xi64> {lru.input = "dropout_key"}` argument.
@@ -76,6 +81,82 @@ void returnStateUpdates(func::FuncOp train) {
                  ArrayAttr::get(train.getContext(), names));
 }
 
+/// Turns the carry tags of step mode into arguments and results of `step`:
+/// for each tagged op, in op order, an argument `{lru.carry = NAME}` (the
+/// carry before this step) and a trailing result (after it), named in the
+/// function attribute `lru.carries`. A tagged scan takes the argument as
+/// its initial state and its one step is the new state; a tagged running
+/// sum adds the argument, and its users read the total.
+LogicalResult threadCarries(func::FuncOp step) {
+  MLIRContext *context = step.getContext();
+  auto ret = cast<func::ReturnOp>(step.getBody().back().getTerminator());
+  SmallVector<Operation *> tagged;
+  step.walk([&](Operation *op) {
+    if (op->hasAttr(lruc::kCarryScanAttr) || op->hasAttr(lruc::kCarrySumAttr))
+      tagged.push_back(op);
+  });
+  SmallVector<Attribute> names;
+  llvm::StringSet<> seen;
+  for (Operation *op : tagged) {
+    bool isScan = op->hasAttr(lruc::kCarryScanAttr);
+    auto name = op->getAttrOfType<StringAttr>(isScan ? lruc::kCarryScanAttr
+                                                     : lruc::kCarrySumAttr);
+    op->removeAttr(lruc::kCarryScanAttr);
+    op->removeAttr(lruc::kCarrySumAttr);
+    if (!seen.insert(name.getValue()).second)
+      return op->emitError("step mode carries '")
+             << name.getValue() << "' twice";
+    names.push_back(name);
+
+    Value value = op->getResult(0);
+    auto type = cast<RankedTensorType>(value.getType());
+    OpBuilder builder(op->getContext());
+    builder.setInsertionPointAfter(op);
+    Value carried;
+    Type carryType = type;
+    if (isScan) {
+      // [B, 1, N] -> the state [B, N].
+      carryType = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2)},
+                                        type.getElementType());
+    }
+    auto attrs = DictionaryAttr::get(
+        context, {NamedAttribute(StringAttr::get(context, "lru.carry"), name)});
+    step.insertArgument(step.getNumArguments(), carryType, attrs, op->getLoc());
+    Value before = step.getArgument(step.getNumArguments() - 1);
+    if (isScan) {
+      cast<lru::ScanOp>(op).getInitMutable().assign(before);
+      carried = builder.create<lru::ReduceSumOp>(
+          op->getLoc(), carryType, value, builder.getDenseI64ArrayAttr({1}));
+    } else {
+      carried = builder.create<lru::AddOp>(op->getLoc(), before, value);
+      value.replaceAllUsesExcept(carried, carried.getDefiningOp());
+    }
+    step.insertResult(step.getNumResults(), carried.getType(),
+                      DictionaryAttr());
+    ret.getOperandsMutable().append(carried);
+  }
+  step->setAttr("lru.carries", ArrayAttr::get(context, names));
+  return success();
+}
+
+/// Erases @step's `lengths` arguments, which step mode does not read (every
+/// step is real).
+LogicalResult eraseLengths(func::FuncOp step) {
+  llvm::BitVector erase(step.getNumArguments());
+  for (BlockArgument arg : step.getArguments()) {
+    auto tag = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                 "lru.input");
+    if (!tag || !tag.getValue().starts_with("lengths"))
+      continue;
+    if (!arg.use_empty())
+      return step.emitError("step mode still reads '")
+             << tag.getValue() << "'";
+    erase.set(arg.getArgNumber());
+  }
+  step.eraseArguments(erase);
+  return success();
+}
+
 /// Runs the decomposition patterns of `mode` over `func`: every model op
 /// must go.
 LogicalResult decompose(func::FuncOp func, lruc::DecomposeMode mode) {
@@ -113,6 +194,10 @@ struct DecomposePass : public lruc::impl::DecomposePassBase<DecomposePass> {
         failed(decompose(train, lruc::DecomposeMode::Train)))
       return signalPassFailure();
     returnStateUpdates(train);
+    if (auto step = module.lookupSymbol<func::FuncOp>(kStep))
+      if (failed(decompose(step, lruc::DecomposeMode::Step)) ||
+          failed(threadCarries(step)) || failed(eraseLengths(step)))
+        return signalPassFailure();
   }
 };
 

@@ -14,8 +14,8 @@ namespace lruc {
 #define GEN_PASS_REGISTRATION
 #include "lruc/Transforms/Passes.h.inc"
 
-/// Which function a decomposition is for: `@forward` (inference) or
-/// `@forward_train`.
+/// Which function a decomposition is for: `@forward` (inference),
+/// `@forward_train` or `@step`.
 enum class DecomposeMode {
   /// BatchNorm normalises with its running statistics; dropout is the
   /// identity.
@@ -24,6 +24,11 @@ enum class DecomposeMode {
   /// running statistics are tagged `lru.state_update`; dropout draws its
   /// mask from the function's `dropout_key` argument.
   Train,
+  /// As Eval, for one step of every sequence (lengths are not read): the
+  /// ops that carry something to the next step are tagged kCarryScanAttr or
+  /// kCarrySumAttr; the pass turns the tags into arguments and results of
+  /// @step.
+  Step,
 };
 
 /// The discardable attribute (a StrAttr: the running statistic's param name)
@@ -34,6 +39,16 @@ inline constexpr llvm::StringLiteral kStateUpdateAttr = "lru.state_update";
 /// statistic (operand 1) to update it: when one BatchNorm is applied twice
 /// (a shared encoder), the second update reads the first's result.
 inline constexpr llvm::StringLiteral kStateReadAttr = "lru.state_read";
+
+/// A scan tagged with this attribute (a StrAttr: the carry's name) starts
+/// from the state that the previous step left: the pass gives @step an
+/// argument for that state (the scan's `init`) and returns the scan's new
+/// state as a result.
+inline constexpr llvm::StringLiteral kCarryScanAttr = "lru.carry_scan";
+/// A value tagged with this attribute (a StrAttr: the carry's name) is one
+/// step's share of a running sum: the pass gives @step an argument for the
+/// sum so far, adds it, and returns the new sum, which every user then reads.
+inline constexpr llvm::StringLiteral kCarrySumAttr = "lru.carry_sum";
 
 /// One pattern per model-level op, rewriting it into primitive ops.
 void populateDecomposePatterns(mlir::RewritePatternSet &patterns,

@@ -21,6 +21,23 @@ def DecomposePass : Pass<"lru-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def DeriveStepPass : Pass<"lru-derive-step", "mlir::ModuleOp"> {
+  let summary = "Derive @step, one token at a time, from the model's @forward";
+  let description = [{
+    Clones the model-level `@forward` as `@step` with sequence length 1:
+    the sequence inputs (`tokens`, `features`) get length 1, every op's
+    result type is inferred again, and `@step` returns the predictions only
+    (the loss and its labels or targets go). `-lru-decompose` then lowers
+    `@step` in step mode: each recurrence carries its state from the
+    previous step and mean pooling a running sum, as extra arguments and
+    results of `@step` (docs/backend-cpu.md, "Step mode").
+
+    A model that cannot run causally (a bidirectional recurrence, two
+    input towers) gets no `@step`: the module attribute
+    `lru.step_unavailable` says why and where, and the pass succeeds.
+  }];
+}
+
 def FuseElementwisePass
     : Pass<"lru-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group elementwise ops of one shape into lru.fused loops";
