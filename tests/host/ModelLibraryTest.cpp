@@ -57,6 +57,23 @@ TEST(ModelLibrary, AnotherAbiVersion) {
                 std::to_string(LRUC_ABI_VERSION) + ": rebuild it with this lruc");
 }
 
+// The fake model has no step mode: the manifest says so, and calling it is
+// an error naming the library and the reason, not a crash.
+TEST(ModelLibrary, WithoutStepMode) {
+  ModelLibrary library = ModelLibrary::open(LRUC_FAKE_MODEL);
+  EXPECT_FALSE(library.manifest().step);
+  EXPECT_EQ(library.manifest().stepUnavailable, "the library has no step mode");
+  std::vector<float> carry(1);
+  try {
+    library.stepReset(1, carry.data());
+    FAIL() << "stepReset without a step mode";
+  } catch (const HostError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              std::string(LRUC_FAKE_MODEL) +
+                  ": step_reset: the library has no step mode");
+  }
+}
+
 TEST(ModelLibrary, ReadsTheManifest) {
   ModelLibrary library = ModelLibrary::open(LRUC_FAKE_MODEL);
   const Manifest &m = library.manifest();

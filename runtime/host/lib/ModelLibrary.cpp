@@ -288,6 +288,19 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
     throw HostError(fmt::format(
         "{}: forward must return the loss (a scalar) then the predictions",
         source));
+  if (m.step && m.step_reset) {
+    StepInfo step;
+    step.carryFloats = m.carry_floats;
+    step.inputs = tensorsOf(m.step_inputs, m.num_step_inputs, "step input",
+                            source);
+    step.outputs = tensorsOf(m.step_outputs, m.num_step_outputs,
+                             "step output", source);
+    manifest.step = std::move(step);
+  } else {
+    manifest.stepUnavailable = m.step_unavailable && *m.step_unavailable
+                                   ? m.step_unavailable
+                                   : "the library has no step mode";
+  }
 
   json doc;
   try {
@@ -345,6 +358,25 @@ void ModelLibrary::fail(std::string_view entry, const char *message) const {
 
 // Messages are short sentences; 1 KiB leaves room for a file name or two.
 using Message = std::array<char, 1024>;
+
+void ModelLibrary::stepReset(int64_t batch, float *carry) const {
+  if (!manifest_.step)
+    fail("step_reset", manifest_.stepUnavailable.c_str());
+  Message message{};
+  if (model_->step_reset(batch, carry, message.data(), message.size()))
+    fail("step_reset", message.data());
+}
+
+void ModelLibrary::step(int64_t batch, const float *params, const float *state,
+                        float *carry, const void *const *inputs,
+                        float *const *outputs) const {
+  if (!manifest_.step)
+    fail("step", manifest_.stepUnavailable.c_str());
+  Message message{};
+  if (model_->step(batch, params, state, carry, inputs, outputs,
+                   message.data(), message.size()))
+    fail("step", message.data());
+}
 
 void ModelLibrary::init(uint64_t seed, float *params, float *state) const {
   Message message{};

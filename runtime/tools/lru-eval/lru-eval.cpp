@@ -3,6 +3,7 @@
 //   lru-eval model.so CHECKPOINT [--split test|val|train] [--data DIR]
 //            [--batch N] [--max-eval N] [--threads N]
 //            [--dump-batch FILE.safetensors --batch-index I [--grads]]
+//            [--stream I [--stream-every N]]
 //
 // Prints the loss and accuracy of the checkpoint on a split (eval mode).
 // The splits are the run's (lruc/host/TaskData.h): the checkpoint's
@@ -14,6 +15,11 @@
 // train-mode loss ("train_loss") and the gradient of every parameter
 // ("grad.NAME") from backward, under the dropout key the run's next step
 // would use.
+//
+// --stream feeds example I of the split through the library's step mode,
+// one step at a time from a fresh carry, printing the prediction every N
+// steps; at the end it compares the streamed predictions with forward on
+// the whole example and reports the time per step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +34,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -113,9 +123,122 @@ void dumpBatch(const ModelLibrary &library, const Checkpoint &checkpoint,
   writeFileAtomically(path, encodeSafetensors(tensors, metadata));
 }
 
+/// Streams example `index` of `dataset` through step mode (see the header).
+void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
+                   const data::Dataset &dataset, int64_t index,
+                   std::optional<int64_t> every) {
+  const Manifest &m = library.manifest();
+  if (!m.step)
+    throw HostError(fmt::format("{}: no step mode: {}",
+                                library.path().string(), m.stepUnavailable));
+  if (index < 0 || size_t(index) >= dataset.size())
+    throw UsageError(fmt::format("--stream {}: the split has {} examples",
+                                 index, dataset.size()));
+  data::Batch batch = data::gather(dataset, {size_t(index)});
+  std::vector<const void *> inputs = bindInputs(m, batch);
+  const int64_t steps = batch.lengths.empty() ? batch.length
+                                              : batch.lengths[0];
+
+  // Each step input is the same-named sequence input at step t.
+  struct Source {
+    const char *base;
+    size_t stepBytes;
+  };
+  std::vector<Source> sources;
+  for (const TensorInfo &in : m.step->inputs) {
+    const TensorInfo *whole = m.findInput(in.name);
+    if (!whole || whole->shape.size() < 2)
+      throw HostError(fmt::format("{}: step input '{}' has no sequence input",
+                                  library.path().string(), in.name));
+    size_t width = dtypeSize(whole->dtype);
+    for (size_t d = 2; d < whole->shape.size(); ++d)
+      width *= size_t(whole->shape[d]);
+    sources.push_back(
+        {static_cast<const char *>(inputs[size_t(whole - m.inputs.data())]),
+         width});
+  }
+  const TensorInfo &out = m.step->outputs.at(0);
+  const size_t outSize = outputElements(out, 1);
+  const bool perStep = out.shape.size() == 3;
+  std::vector<float> carry(m.step->carryFloats), predictions(outSize);
+  std::vector<float> streamed; // per step (perStep) or the last step's
+  library.stepReset(1, carry.data());
+
+  // Forward on the whole example, the reference for the streamed outputs.
+  std::vector<std::vector<float>> whole(m.outputs.size());
+  std::vector<float *> wholePointers;
+  for (size_t o = 0; o < whole.size(); ++o) {
+    whole[o].resize(outputElements(m.outputs[o], 1));
+    wholePointers.push_back(whole[o].data());
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  library.forward(1, checkpoint.params.data(), checkpoint.state.data(),
+                  inputs.data(), wholePointers.data());
+  const double forwardMs = std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count();
+
+  const int64_t printEvery = std::max<int64_t>(1, every.value_or((steps + 7) / 8));
+  const int64_t classes = int64_t(outSize);
+  double stepSeconds = 0;
+  std::vector<const void *> stepInputs(sources.size());
+  float *outputs[] = {predictions.data()};
+  for (int64_t t = 0; t < steps; ++t) {
+    for (size_t i = 0; i < sources.size(); ++i)
+      stepInputs[i] = sources[i].base + size_t(t) * sources[i].stepBytes;
+    auto s0 = std::chrono::steady_clock::now();
+    library.step(1, checkpoint.params.data(), checkpoint.state.data(),
+                 carry.data(), stepInputs.data(), outputs);
+    stepSeconds += std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - s0)
+                       .count();
+    if (perStep)
+      streamed.insert(streamed.end(), predictions.begin(), predictions.end());
+    if ((t + 1) % printEvery == 0 || t + 1 == steps) {
+      if (perStep)
+        std::printf("%s: step %lld: predictions %s\n", kTool,
+                    (long long)(t + 1),
+                    fmt::format("{:.4f}", fmt::join(predictions, " ")).c_str());
+      else
+        std::printf("%s: step %lld: class %lld\n", kTool, (long long)(t + 1),
+                    (long long)argmax(predictions.data(), classes));
+    }
+  }
+  if (!perStep)
+    streamed = predictions;
+
+  // The streamed predictions against forward's on the whole example.
+  const std::vector<float> &reference = whole[1];
+  const size_t width = perStep ? outSize : reference.size();
+  double maxDiff = 0, scale = 1;
+  for (size_t k = 0; k < streamed.size(); ++k) {
+    size_t t = k / width, j = k % width;
+    size_t at = perStep ? t * width + j : k;
+    maxDiff = std::max(maxDiff, double(std::abs(streamed[k] - reference[at])));
+    scale = std::max(scale, double(std::abs(reference[at])));
+  }
+  if (!perStep && !batch.labels.empty())
+    std::printf("%s: label %d, streamed prediction %lld, forward's %lld\n",
+                kTool, batch.labels[0],
+                (long long)argmax(streamed.data(), classes),
+                (long long)argmax(reference.data(), classes));
+  std::printf("%s: streamed %lld steps in %.2f ms (%.1f us per step); "
+              "forward on the whole example %.2f ms; largest difference "
+              "from forward's predictions %.2g\n",
+              kTool, (long long)steps, 1e3 * stepSeconds,
+              1e6 * stepSeconds / double(std::max<int64_t>(steps, 1)),
+              forwardMs, maxDiff);
+  if (!(maxDiff <= 1e-3 * scale))
+    throw HostError(fmt::format(
+        "the streamed predictions differ from forward's by {:.3g}: a "
+        "compiler bug; please report it with the model file",
+        maxDiff));
+}
+
 int evalMain(int argc, char **argv) {
   std::optional<std::string> splitName, dataRoot, task, dump;
-  std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex;
+  std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex,
+      streamIndex, streamEvery;
   bool grads = false;
   tools::CommandLine cl(kTool, "model.so CHECKPOINT [options]");
   cl.flag("split", &splitName, "NAME", "test (default), val or train");
@@ -127,6 +250,8 @@ int evalMain(int argc, char **argv) {
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
+  cl.flag("stream", &streamIndex, "I", "feed example I of the split through the step mode, one step at a time");
+  cl.flag("stream-every", &streamEvery, "N", "with --stream: print the prediction every N steps (default: 8 times in all)");
   std::vector<std::string> positional = cl.parse(argc, argv);
   if (positional.size() != 2)
     throw UsageError("expected a model library and a checkpoint (lru-eval "
@@ -138,6 +263,13 @@ int evalMain(int argc, char **argv) {
       throw UsageError(fmt::format("--{} must be positive", name));
   if ((batchIndex || grads) && !dump)
     throw UsageError("--batch-index and --grads go with --dump-batch FILE");
+  if (streamEvery && !streamIndex)
+    throw UsageError("--stream-every goes with --stream I");
+  if (streamEvery && *streamEvery <= 0)
+    throw UsageError("--stream-every must be positive");
+  if (streamIndex && dump)
+    throw UsageError("--stream and --dump-batch are separate commands; "
+                     "give one");
   const data::Split split = parseSplit(splitName.value_or("test"));
   const int threads = int(threadsFlag.value_or(
       std::max<unsigned>(1, std::thread::hardware_concurrency())));
@@ -188,6 +320,10 @@ int evalMain(int argc, char **argv) {
       fmt::format("{} ({})", options.task, data::splitName(split));
   checkModelFitsData(library.manifest(), library.path().string(), dataset, what);
 
+  if (streamIndex) {
+    streamExample(library, checkpoint, dataset, *streamIndex, streamEvery);
+    return 0;
+  }
   if (dump) {
     Metadata metadata = {{"model", m.model},
                          {"checkpoint", positional[1]},

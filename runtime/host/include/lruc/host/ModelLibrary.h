@@ -70,6 +70,14 @@ struct TrainSettings {
   int64_t evalEvery = 0; ///< 0: once per epoch
 };
 
+/// Step mode (lruc_model.h): one step of each sequence input in, the
+/// predictions after that step out, and a carry block of
+/// batch * carryFloats floats between steps.
+struct StepInfo {
+  uint64_t carryFloats = 0; ///< per example
+  std::vector<TensorInfo> inputs, outputs;
+};
+
 /// Everything the library says about itself.
 struct Manifest {
   std::string model;
@@ -81,6 +89,10 @@ struct Manifest {
   /// Absent when the model was compiled without a train section
   /// (`lruc --no-train`, or a model file without one).
   std::optional<TrainSettings> train;
+  /// Absent when the model cannot run step by step; then stepUnavailable
+  /// says why.
+  std::optional<StepInfo> step;
+  std::string stepUnavailable;
 
   const TensorInfo *findInput(std::string_view name) const;
   const ParamInfo *findParam(std::string_view name) const;
@@ -130,6 +142,12 @@ public:
                   float *state, float lr, int64_t step,
                   const void *const *inputs,
                   const int64_t dropoutKey[2]) const;
+  /// Step mode; both throw HostError (with the library's reason) when the
+  /// model has none.
+  void stepReset(int64_t batch, float *carry) const;
+  void step(int64_t batch, const float *params, const float *state,
+            float *carry, const void *const *inputs,
+            float *const *outputs) const;
 
 private:
   ModelLibrary() = default;
