@@ -1,19 +1,22 @@
 //===- BenchTrainStep.cpp - A model library's speed on this CPU -----------===//
 //
-//   lruc-bench-cpu model.so BATCH ITERS TRAIN_STEP_GFLOP
+//   lruc-bench-cpu model.so BATCH ITERS
 //
-// Times forward (eval) and train_step of a model library on random inputs,
-// and, in the same run, the two limits they are measured against: the sgemm
-// rate of the GEMM kernel the library uses (OpenBLAS through
-// lruc::cpu::matmulNT) on a [B*L, H] x [H, H]-like problem, and memcpy
-// bandwidth. TRAIN_STEP_GFLOP is the matmul work of one train step (from
-// `lruc --stats`); the report gives the train step's time as a multiple of
-// that work at the measured sgemm rate.
+// Times forward (eval), train_step and (when the model has one) step mode
+// of a model library on random inputs, and, in the same run, the two limits
+// they are measured against: the sgemm rate of the GEMM kernel the library
+// uses (OpenBLAS through lruc::cpu::matmulNT) and memcpy bandwidth. A
+// library built with `lruc --profile` also reports where a train step's
+// time goes: per kind of op, its time, its share, and its rate as a
+// fraction of the limit that bounds it (sgemm for matmuls, memcpy
+// bandwidth for the rest, counting each operand read and result written
+// once), then the slowest ops with their places in the model file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lruc/cpu/Kernels.h"
 #include "lruc_model.h"
+#include "lruc_profile.h"
 
 #include <dlfcn.h>
 
@@ -22,7 +25,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -46,19 +51,69 @@ template <class F> double median(int runs, F &&body) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: lruc-bench-cpu model.so BATCH ITERS "
-                       "TRAIN_STEP_GFLOP\n");
+  std::fprintf(stderr, "usage: lruc-bench-cpu model.so BATCH ITERS\n");
   return 2;
 }
+
+/// The kind of work an op does, for the breakdown.
+std::string kindOf(const std::string &op) {
+  static const std::map<std::string, std::string> kinds = {
+      {"lru.matmul", "matmul (GEMM)"},
+      {"lru.scan", "scan"},
+      {"lru.fused", "fused elementwise"},
+      {"lru.dropout_mask", "dropout masks"},
+      {"lru.reduce_sum", "reductions"},
+      {"lru.broadcast", "broadcasts"},
+      {"func.return", "result copies"},
+  };
+  auto it = kinds.find(op);
+  return it != kinds.end() ? it->second : "other (" + op + ")";
+}
+
+/// Random buffers in range for `infos`: tokens and labels 1 (every
+/// vocabulary and class count is at least 2), lengths `steps`, features in
+/// [0, 1); the batch dim is `batch`.
+struct RandomInputs {
+  std::vector<std::vector<float>> floats;
+  std::vector<std::vector<int32_t>> ints;
+  std::vector<const void *> pointers;
+
+  RandomInputs(const lruc_tensor_info *infos, int count, int64_t batch,
+               int64_t steps) {
+    std::mt19937 rng(1);
+    floats.reserve(count);
+    ints.reserve(count);
+    for (int i = 0; i < count; ++i) {
+      const lruc_tensor_info &info = infos[i];
+      int64_t elements = batch;
+      for (int d = 1; d < info.rank; ++d)
+        elements *= info.shape[d];
+      if (info.dtype == LRUC_F32) {
+        floats.emplace_back(elements);
+        for (float &v : floats.back())
+          v = float(rng() % 1000) / 1000.0f;
+        pointers.push_back(floats.back().data());
+      } else {
+        bool lengths = std::strncmp(info.name, "lengths", 7) == 0;
+        ints.emplace_back(elements, lengths ? int32_t(steps) : 1);
+        pointers.push_back(ints.back().data());
+      }
+    }
+  }
+};
+
+struct KindTotal {
+  double seconds = 0, bytes = 0, flops = 0;
+  uint64_t ops = 0;
+};
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 5)
+  if (argc != 4)
     return usage();
   int64_t batch = std::atoll(argv[2]);
   int iters = std::atoi(argv[3]);
-  double stepGflop = std::atof(argv[4]);
   if (batch <= 0 || iters <= 0)
     return usage();
   void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -75,34 +130,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  // Random inputs in range: tokens and labels below 2 (every vocabulary and
-  // class count is at least 2), full lengths, features in [0, 1).
-  std::mt19937 rng(1);
-  std::vector<std::vector<float>> floats;
-  std::vector<std::vector<int32_t>> ints;
-  std::vector<const void *> inputs;
   int64_t steps = 1;
-  for (int i = 0; i < m->num_inputs; ++i) {
-    const lruc_tensor_info &info = m->inputs[i];
-    if (info.rank >= 2)
-      steps = info.shape[1];
-  }
-  for (int i = 0; i < m->num_inputs; ++i) {
-    const lruc_tensor_info &info = m->inputs[i];
-    int64_t count = batch;
-    for (int d = 1; d < info.rank; ++d)
-      count *= info.shape[d];
-    if (info.dtype == LRUC_F32) {
-      floats.emplace_back(count);
-      for (float &v : floats.back())
-        v = float(rng() % 1000) / 1000.0f;
-      inputs.push_back(floats.back().data());
-    } else {
-      bool lengths = std::strncmp(info.name, "lengths", 7) == 0;
-      ints.emplace_back(count, lengths ? int32_t(steps) : 1);
-      inputs.push_back(ints.back().data());
-    }
-  }
+  for (int i = 0; i < m->num_inputs; ++i)
+    if (m->inputs[i].rank >= 2)
+      steps = m->inputs[i].shape[1];
+  RandomInputs random(m->inputs, m->num_inputs, batch, steps);
+  const std::vector<const void *> &inputs = random.pointers;
   std::vector<float> params(m->param_floats), state(m->state_floats),
       adamM(m->param_floats), adamV(m->param_floats);
   char error[512] = "";
@@ -159,7 +192,6 @@ int main(int argc, char **argv) {
   });
   double copyGBs = 2.0 * double(from.size()) / copyTime / 1e9;
 
-  double gemmBound = stepGflop / sgemmGflops;
   std::printf("model %s, batch %lld, %lld steps per sequence\n", m->name,
               (long long)batch, (long long)steps);
   std::printf("limits (this run): sgemm %.1f GFLOP/s, memcpy %.1f GB/s "
@@ -169,9 +201,101 @@ int main(int argc, char **argv) {
   std::printf("train_step  %9.1f ms  %10.0f tokens/s  %.2f steps/s\n",
               stepTime * 1e3, double(batch * steps) / stepTime,
               1.0 / stepTime);
-  if (stepGflop > 0)
-    std::printf("train_step matmul work %.2f GFLOP: %.1f ms at the sgemm "
-                "rate; the step takes %.1fx that\n", stepGflop,
-                gemmBound * 1e3, stepTime / gemmBound);
+
+  // Step mode: one token of each of `batch` sequences per call.
+  if (m->step) {
+    std::vector<float> carry(size_t(batch) * m->carry_floats);
+    m->step_reset(batch, carry.data(), error, sizeof error);
+    RandomInputs stepInputs(m->step_inputs, m->num_step_inputs, batch, 1);
+    int64_t outCount = batch;
+    for (int d = 1; d < m->step_outputs[0].rank; ++d)
+      outCount *= m->step_outputs[0].shape[d];
+    std::vector<float> stepOut(outCount);
+    float *stepOutputs[] = {stepOut.data()};
+    const int tokens = 64;
+    auto run = [&] {
+      for (int t = 0; t < tokens; ++t)
+        failures += m->step(batch, params.data(), state.data(), carry.data(),
+                            stepInputs.pointers.data(), stepOutputs, error,
+                            sizeof error) != 0;
+    };
+    run();
+    double perToken = median(iters, run) / tokens;
+    std::printf("step mode   %9.1f us per token (batch %lld)  %10.0f "
+                "tokens/s\n", perToken * 1e6, (long long)batch,
+                double(batch) / perToken);
+  } else {
+    std::printf("step mode   none: %s\n", m->step_unavailable);
+  }
+  if (failures) {
+    std::fprintf(stderr, "lruc-bench-cpu: %s\n", error);
+    return 1;
+  }
+
+  // Where a train step's time goes (a library built with --profile).
+  auto profile = reinterpret_cast<lruc_profile_fn>(dlsym(handle, "lruc_profile"));
+  auto reset =
+      reinterpret_cast<lruc_profile_reset_fn>(dlsym(handle, "lruc_profile_reset"));
+  if (!profile || !reset) {
+    std::printf("(build the library with `lruc --profile` for a per-op "
+                "breakdown)\n");
+    return 0;
+  }
+  reset();
+  for (int i = 0; i < iters; ++i)
+    trainStep();
+  int32_t count = 0;
+  const lruc_profile_entry *ops = profile(&count);
+  std::map<std::string, KindTotal> kinds;
+  std::vector<const lruc_profile_entry *> trainOps;
+  double total = 0;
+  for (int32_t k = 0; k < count; ++k) {
+    if (std::strcmp(ops[k].function, "train_step") != 0)
+      continue;
+    KindTotal &t = kinds[kindOf(ops[k].op)];
+    double sec = double(ops[k].nanoseconds) * 1e-9 / iters;
+    t.seconds += sec;
+    t.bytes += ops[k].bytes / iters;
+    t.flops += ops[k].flops / iters;
+    ++t.ops;
+    total += sec;
+    trainOps.push_back(&ops[k]);
+  }
+  std::printf("\ntrain_step by kind of op (per step; profiled total %.1f ms):\n",
+              total * 1e3);
+  std::printf("  %-28s %5s %10s %6s  %s\n", "kind", "ops", "ms", "share",
+              "rate (fraction of its limit)");
+  std::vector<std::pair<std::string, KindTotal>> sorted(kinds.begin(),
+                                                        kinds.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) {
+    return a.second.seconds > b.second.seconds;
+  });
+  double gemm = 0;
+  for (const auto &[kind, t] : sorted) {
+    bool isGemm = t.flops > 0;
+    if (isGemm)
+      gemm += t.seconds;
+    double rate = isGemm ? t.flops / t.seconds / 1e9 : t.bytes / t.seconds / 1e9;
+    double limit = isGemm ? sgemmGflops : copyGBs;
+    std::printf("  %-28s %5llu %10.1f %5.1f%%  %.1f %s (%.0f%%)\n",
+                kind.c_str(), (unsigned long long)t.ops, t.seconds * 1e3,
+                100 * t.seconds / total, rate, isGemm ? "GFLOP/s" : "GB/s",
+                100 * rate / limit);
+  }
+  if (gemm > 0)
+    std::printf("  non-GEMM / GEMM time: %.2f (target < 0.5)\n",
+                (total - gemm) / gemm);
+  std::sort(trainOps.begin(), trainOps.end(), [](auto *a, auto *b) {
+    return a->nanoseconds > b->nanoseconds;
+  });
+  std::printf("\nslowest train_step ops (per step; #k is profileAdd(k, ...) in "
+              "`lruc --profile --emit=cpp`):\n");
+  for (size_t k = 0; k < std::min<size_t>(10, trainOps.size()); ++k) {
+    const lruc_profile_entry &e = *trainOps[k];
+    double sec = double(e.nanoseconds) * 1e-9 / iters;
+    std::printf("  %8.1f ms  %-18s %-6s %s\n", sec * 1e3, e.op,
+                ("#" + std::to_string(&e - ops)).c_str(),
+                *e.location ? e.location : "-");
+  }
   return 0;
 }

@@ -211,8 +211,15 @@ std::string quoted(StringRef s) {
 ///                        std::string &error)
 class FunctionEmitter {
 public:
-  FunctionEmitter(llvm::raw_ostream &os, const Layout &layout)
-      : os(os), layout(layout) {}
+  /// An op's row in the profile table (lruc_profile.h).
+  struct ProfiledOp {
+    std::string function, op, location;
+  };
+
+  FunctionEmitter(llvm::raw_ostream &os, const Layout &layout, bool profile)
+      : os(os), layout(layout), profile(profile) {}
+
+  const std::vector<ProfiledOp> &profiledOps() const { return profiled; }
 
   LogicalResult emit(func::FuncOp func) {
     os << "// @" << func.getSymName() << "\n";
@@ -240,8 +247,19 @@ public:
       for (Value result : op.getResults())
         if (failed(checkType(&op, result)))
           return failure();
+      bool timed = profile && !isa<lru::ParamOp, arith::ConstantOp>(op);
+      std::string start = "p" + std::to_string(counter++);
+      if (timed)
+        os << "  const auto " << start << " = profileNow();\n";
       if (failed(emitOp(&op)))
         return failure();
+      if (timed) {
+        os << "  profileAdd(" << profiled.size() << ", " << start << ", "
+           << bytesMoved(&op) << ", " << flopsOf(&op) << ");\n";
+        profiled.push_back({func.getSymName().str(),
+                            op.getName().getStringRef().str(),
+                            describeLocation(op.getLoc())});
+      }
     }
     os << "  return true;\n}\n\n";
     return success();
@@ -273,6 +291,33 @@ private:
   }
 
   std::string count(Value v) { return productExpr(tensorType(v).getShape()); }
+
+  /// The bytes an op reads and writes at least once: its operands and
+  /// results, as a C++ expression of B.
+  std::string bytesMoved(Operation *op) {
+    std::string sum = "0";
+    auto add = [&](Value v) {
+      sum += " + uint64_t(" + count(v) + ") * sizeof(" +
+             elementType(v.getType()) + ")";
+    };
+    llvm::for_each(op->getOperands(), add);
+    llvm::for_each(op->getResults(), add);
+    return sum;
+  }
+
+  /// 2 x the multiply-adds of a matmul (0 for other ops), in C++.
+  std::string flopsOf(Operation *op) {
+    auto matmul = dyn_cast<lru::MatmulOp>(op);
+    if (!matmul)
+      return "0";
+    auto lhs = tensorType(matmul.getLhs());
+    std::string contracted =
+        matmul.getKind() == lru::MatmulKind::tn
+            ? productExpr(lhs.getShape().drop_back())
+            : dimExpr(lhs.getShape().back());
+    return "2 * uint64_t(" + count(matmul.getResult()) + ") * uint64_t(" +
+           contracted + ")";
+  }
   std::string dim(Value v, int64_t i) {
     return dimExpr(tensorType(v).getDimSize(i));
   }
@@ -610,6 +655,8 @@ private:
   llvm::DenseMap<Value, std::string> names;
   MemoryPlan plan;
   unsigned counter = 0;
+  bool profile;
+  std::vector<ProfiledOp> profiled;
 };
 
 //===----------------------------------------------------------------------===//
@@ -862,7 +909,8 @@ void emitArrays(llvm::raw_ostream &os, const Binding &binding) {
 
 } // namespace
 
-LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os) {
+LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
+                      const CppOptions &options) {
   llvm::StringMap<func::FuncOp> funcs;
   for (StringRef name : kFunctions) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -895,11 +943,36 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os) {
         "#include <algorithm>\n#include <cmath>\n#include <complex>\n"
         "#include <cstdio>\n#include <cstring>\n#include <exception>\n"
         "#include <string>\n#include <vector>\n\n"
+     << (options.profile ? "#include \"lruc_profile.h\"\n#include <atomic>\n"
+                           "#include <chrono>\n\n"
+                         : "")
+     << 
         "namespace {\n\n"
         "using lruc::cpu::cfloat;\n"
         "using lruc::cpu::Shape;\n\n";
 
-  FunctionEmitter functions(os, layout);
+  if (options.profile)
+    os << R"cpp(// Profiling (lruc --profile): every op adds its time to its counter.
+struct ProfileCounter {
+  std::atomic<uint64_t> calls{0}, nanoseconds{0}, bytes{0}, flops{0};
+};
+ProfileCounter &profileCounter(int op);
+std::chrono::steady_clock::time_point profileNow() {
+  return std::chrono::steady_clock::now();
+}
+void profileAdd(int op, std::chrono::steady_clock::time_point start,
+                uint64_t bytes, uint64_t flops) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                profileNow() - start).count();
+  ProfileCounter &c = profileCounter(op);
+  c.calls.fetch_add(1, std::memory_order_relaxed);
+  c.nanoseconds.fetch_add(uint64_t(ns), std::memory_order_relaxed);
+  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  c.flops.fetch_add(flops, std::memory_order_relaxed);
+}
+
+)cpp";
+  FunctionEmitter functions(os, layout, options.profile);
   for (StringRef name : kFunctions)
     if (failed(functions.emit(funcs[name])))
       return failure();
@@ -1140,11 +1213,44 @@ int forward(int64_t batch, const float *params, const float *state,
     os << quoted(unavailable.empty() ? "the model has no step mode"
                                      : unavailable)
        << ", 0, 0, nullptr, 0, nullptr, nullptr, nullptr,\n};\n\n";
-  os << ""
-        "} // namespace\n\n"
+  const auto &profiled = functions.profiledOps();
+  if (options.profile) {
+    os << "constexpr int kProfiledOps = " << profiled.size() << ";\n"
+       << "const char *const kProfiledOpNames[kProfiledOps][3] = {\n";
+    for (const auto &op : profiled)
+      os << "  {" << quoted(op.function) << ", " << quoted(op.op) << ", "
+         << quoted(op.location) << "},\n";
+    os << R"cpp(};
+ProfileCounter gProfileCounters[kProfiledOps];
+ProfileCounter &profileCounter(int op) { return gProfileCounters[op]; }
+lruc_profile_entry gProfileSnapshot[kProfiledOps];
+
+)cpp";
+  }
+  os << "} // namespace\n\n"
         "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "lruc_model *\nlruc_model_get(uint32_t abi_version) {\n"
         "  return abi_version == LRUC_ABI_VERSION ? &kModel : nullptr;\n}\n";
+  if (options.profile)
+    os << R"cpp(
+extern "C" __attribute__((visibility("default"))) const lruc_profile_entry *
+lruc_profile(int32_t *count) {
+  for (int k = 0; k < kProfiledOps; ++k) {
+    const ProfileCounter &c = gProfileCounters[k];
+    gProfileSnapshot[k] = {kProfiledOpNames[k][0], kProfiledOpNames[k][1],
+                           kProfiledOpNames[k][2], c.calls.load(),
+                           c.nanoseconds.load(), double(c.bytes.load()),
+                           double(c.flops.load())};
+  }
+  *count = kProfiledOps;
+  return gProfileSnapshot;
+}
+
+extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
+  for (ProfileCounter &c : gProfileCounters)
+    c.calls = c.nanoseconds = c.bytes = c.flops = 0;
+}
+)cpp";
   return success();
 }
 

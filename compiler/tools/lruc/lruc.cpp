@@ -74,6 +74,11 @@ cl::opt<Stage> emitStage(
                           "the C++ source of the CPU model library")),
     cl::cat(lrucCategory));
 
+cl::opt<bool> profile(
+    "profile",
+    cl::desc("Build a library that times every op it runs and exports "
+             "lruc_profile (runtime/include/lruc_profile.h); for bench/"));
+
 cl::opt<bool> ignoreTrain(
     "no-train",
     cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
@@ -262,7 +267,9 @@ int main(int argc, char **argv) {
   std::string text;
   llvm::raw_string_ostream os(text);
   if (lowered) {
-    if (mlir::failed(lruc::emitCpp(*module, os)))
+    lruc::CppOptions cppOptions;
+    cppOptions.profile = profile;
+    if (mlir::failed(lruc::emitCpp(*module, os, cppOptions)))
       return 1;
   } else {
     module->print(os);

@@ -27,20 +27,6 @@ using namespace mlir;
 
 namespace {
 
-/// `file:line:col` of the first file location inside `loc`, or "".
-std::string describe(Location loc) {
-  std::string where;
-  loc->walk([&](Location inner) {
-    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
-      where = (file.getFilename().str() + ":" + std::to_string(file.getLine()) +
-               ":" + std::to_string(file.getColumn()));
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return where;
-}
-
 /// Why `forward` cannot run one step at a time, or "" when it can.
 std::string whyNotCausal(func::FuncOp forward) {
   std::string reason;
@@ -53,7 +39,7 @@ std::string whyNotCausal(func::FuncOp forward) {
       what = "a two-tower model reads two sequences at once";
     if (what.empty())
       return WalkResult::advance();
-    std::string where = describe(op->getLoc());
+    std::string where = lruc::describeLocation(op->getLoc());
     reason = "step mode needs a causal model with one input sequence: " +
              what.str() + (where.empty() ? "" : " (" + where + ")");
     return WalkResult::interrupt();
@@ -141,3 +127,16 @@ struct DeriveStepPass : public lruc::impl::DeriveStepPassBase<DeriveStepPass> {
 };
 
 } // namespace
+
+std::string lruc::describeLocation(Location loc) {
+  std::string where;
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      where = (file.getFilename().str() + ":" + std::to_string(file.getLine()) +
+               ":" + std::to_string(file.getColumn()));
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return where;
+}

@@ -24,10 +24,18 @@ namespace lruc {
 /// @train_step) for emitCpp: elementwise fusion.
 void buildCpuPipeline(mlir::OpPassManager &pm);
 
+/// What the emitted library does besides the C ABI.
+struct CppOptions {
+  /// Time every op and export lruc_profile / lruc_profile_reset
+  /// (runtime/include/lruc_profile.h).
+  bool profile = false;
+};
+
 /// Writes the library's C++ source to `os`. Emits an error at the op and
 /// fails on anything it cannot generate (an op of no backend, a dynamic dim
 /// other than the leading batch dim).
-mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os);
+mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
+                            const CppOptions &options = {});
 
 /// How `compileLibrary` invokes the host compiler.
 struct HostCompiler {

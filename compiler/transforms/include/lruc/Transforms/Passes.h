@@ -4,6 +4,8 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace mlir {
 class RewritePatternSet;
 } // namespace mlir
@@ -49,6 +51,10 @@ inline constexpr llvm::StringLiteral kCarryScanAttr = "lru.carry_scan";
 /// step's share of a running sum: the pass gives @step an argument for the
 /// sum so far, adds it, and returns the new sum, which every user then reads.
 inline constexpr llvm::StringLiteral kCarrySumAttr = "lru.carry_sum";
+
+/// `file:line:col` of the first file location inside `loc` (the place in
+/// the model file an op came from), or "" when it has none.
+std::string describeLocation(mlir::Location loc);
 
 /// One pattern per model-level op, rewriting it into primitive ops.
 void populateDecomposePatterns(mlir::RewritePatternSet &patterns,
