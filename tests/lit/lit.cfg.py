@@ -18,8 +18,8 @@ llvm_config.use_default_substitutions()
 # Project tools first, then FileCheck/not/count from LLVM.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lruc_tools_dir, append_path=True)
-tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-plot", "FileCheck",
-         "not", "count"]
+tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-plot", "lru-data",
+         "FileCheck", "not", "count"]
 llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_tools_dir])
 
 # The trainer's end-to-end tests read Debian's dataset-fashion-mnist.
