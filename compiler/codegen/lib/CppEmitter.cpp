@@ -216,8 +216,8 @@ public:
     std::string function, op, location;
   };
 
-  FunctionEmitter(llvm::raw_ostream &os, const Layout &layout, bool profile)
-      : os(os), layout(layout), profile(profile) {}
+  FunctionEmitter(llvm::raw_ostream &out, const Layout &layout, bool profile)
+      : out(out), layout(layout), profile(profile) {}
 
   const std::vector<ProfiledOp> &profiledOps() const { return profiled; }
 
@@ -262,6 +262,10 @@ public:
       }
     }
     os << "  return true;\n}\n\n";
+    // The function's fused loops first, then the function.
+    out << kernelText << bodyText;
+    kernelText.clear();
+    bodyText.clear();
     return success();
   }
 
@@ -348,27 +352,66 @@ private:
   /// An lru.fused group as one loop: splat constants as scalars before it,
   /// each op as a scalar temporary, each yielded value stored.
   LogicalResult emitFused(lru::FusedOp op) {
+    // The loop is a function of its own, called with the group's arrays as
+    // restrict-qualified parameters: the memory plan never places a result
+    // over a value it reads, and without that promise GCC gives up on loops
+    // over many arrays (too many run-time alias checks), which keeps the
+    // exp, GELU and sigmoid of whole layers scalar.
     Block &body = op.getBody().front();
-    SmallVector<std::string> outputs;
-    for (Value result : op.getResults())
-      outputs.push_back(define(result));
-    llvm::DenseMap<Value, std::string> scalars, pointers;
+    std::string kernel = "fused" + std::to_string(counter++);
+    SmallVector<std::string> params, args;
+    llvm::DenseMap<Value, std::string> scalars, pointers, restricted;
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
-      scalars[arg] = get(input) + "[i]";
-      pointers[arg] = get(input);
+      std::string &local = restricted[input];
+      if (local.empty()) {
+        local = "in" + std::to_string(params.size());
+        params.push_back("const " + elementType(input.getType()) +
+                         " *__restrict " + local);
+        args.push_back(get(input));
+      }
+      scalars[arg] = local + "[i]";
+      pointers[arg] = local;
     }
-    os << "  {\n";
+    SmallVector<std::string> outputs;
+    for (Value result : op.getResults()) {
+      std::string local = "out" + std::to_string(outputs.size());
+      params.push_back(elementType(result.getType()) + " *__restrict " + local);
+      args.push_back(define(result));
+      outputs.push_back(local);
+    }
+    os << "  " << kernel << "(B";
+    for (const std::string &a : args)
+      os << ", " << a;
+    os << ");\n";
+
+    llvm::raw_ostream &k = kernelStream;
+    k << "void " << kernel << "(int64_t B";
+    for (const std::string &p : params)
+      k << ", " << p;
+    k << ") {\n";
     for (Operation &inner : body.without_terminator()) {
       auto constant = dyn_cast<arith::ConstantOp>(inner);
       if (!constant)
         continue;
       std::string name = "c" + std::to_string(counter++);
-      os << "    const " << elementType(constant.getType()) << " " << name
-         << " = " << splatLiteral(constant) << ";\n";
+      k << "  const " << elementType(constant.getType()) << " " << name
+        << " = " << splatLiteral(constant) << ";\n";
       scalars[constant.getResult()] = name;
     }
-    os << "    for (int64_t i = 0; i < " << count(op.getResult(0))
-       << "; ++i) {\n";
+    // Nested loops, rows then the last dim, when the last dim is static: a
+    // bias then reads in[j] and a per-row value in[o], which vectorise,
+    // where the flat loop's (i / inner) % count does not.
+    auto shape = tensorType(op.getResult(0)).getShape();
+    bool nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
+    std::string last = nested ? dimExpr(shape.back()) : "";
+    std::string rows = nested ? productExpr(shape.drop_back()) : "";
+    if (nested)
+      k << "  for (int64_t o = 0; o < " << rows << "; ++o) {\n"
+        << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+        << "    const int64_t i = o * " << last << " + j;\n";
+    else
+      k << "  for (int64_t i = 0; i < " << count(op.getResult(0))
+        << "; ++i) {\n";
     for (Operation &inner : body.without_terminator()) {
       if (isa<arith::ConstantOp>(inner))
         continue;
@@ -376,35 +419,39 @@ private:
         // A contiguous broadcast reads its input at (i / inner) % count.
         std::string name = "t" + std::to_string(counter++);
         Value x = broadcast.getX();
+        int64_t inner = broadcast.getInnerCount();
         std::string index =
             broadcast.getDims().empty()
                 ? "0"
-                : "(i / " + std::to_string(broadcast.getInnerCount()) +
-                      ") % (" + count(x) + ")";
+                : "(i / " + std::to_string(inner) + ") % (" + count(x) + ")";
+        if (nested && inner == 1 && count(x) == last)
+          index = "j";
+        else if (nested && inner == shape.back() && count(x) == rows)
+          index = "o";
         if (!pointers.count(x)) { // a splat constant, already a scalar
           scalars[broadcast.getResult()] = scalars.lookup(x);
           continue;
         }
-        os << "      const " << elementType(x.getType()) << " " << name
-           << " = " << pointers.lookup(x) << "[" << index << "];\n";
+        k << "    const " << elementType(x.getType()) << " " << name << " = "
+          << pointers.lookup(x) << "[" << index << "];\n";
         scalars[broadcast.getResult()] = name;
         continue;
       }
       std::optional<std::string> expr = scalarTemplate(&inner);
       if (!expr)
         return inner.emitOpError("has no CPU code generation");
-      SmallVector<std::string> args;
+      SmallVector<std::string> operands;
       for (Value operand : inner.getOperands())
-        args.push_back(scalars.lookup(operand));
+        operands.push_back(scalars.lookup(operand));
       std::string name = "t" + std::to_string(counter++);
-      os << "      const " << elementType(inner.getResult(0).getType()) << " "
-         << name << " = " << substitute(*expr, args) << ";\n";
+      k << "    const " << elementType(inner.getResult(0).getType()) << " "
+        << name << " = " << substitute(*expr, operands) << ";\n";
       scalars[inner.getResult(0)] = name;
     }
     auto yield = cast<lru::YieldOp>(body.getTerminator());
     for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
-      os << "      " << out << "[i] = " << scalars.lookup(value) << ";\n";
-    os << "    }\n  }\n";
+      k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
+    k << (nested ? "   }\n  }\n}\n\n" : "  }\n}\n\n");
     return success();
   }
 
@@ -414,7 +461,7 @@ private:
     auto approximate = [](bool on) { return on ? "true" : "false"; };
     return llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
         .Case([](NegOp) { return "-$0"; })
-        .Case([](ExpOp) { return "std::exp($0)"; })
+        .Case([](ExpOp) { return "lruc::cpu::exp($0)"; })
         .Case([](LogOp) { return "std::log($0)"; })
         .Case([](SigmoidOp) { return "lruc::cpu::sigmoid($0)"; })
         .Case([](SoftplusOp) { return "lruc::cpu::softplus($0)"; })
@@ -650,7 +697,12 @@ private:
         });
   }
 
-  llvm::raw_ostream &os;
+  llvm::raw_ostream &out;
+  // A function is written here, and its fused loops (functions of their
+  // own) to kernelText, so that they come before it in `out`.
+  std::string bodyText, kernelText;
+  llvm::raw_string_ostream bodyStream{bodyText}, kernelStream{kernelText};
+  llvm::raw_ostream &os = bodyStream;
   const Layout &layout;
   llvm::DenseMap<Value, std::string> names;
   MemoryPlan plan;

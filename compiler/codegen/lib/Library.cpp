@@ -30,8 +30,11 @@ HostCompiler defaultHostCompiler() {
   // -march=native: the library is built on the machine that runs it.
   // -fcx-limited-range: complex products and quotients as the plain
   // formulas, without C99's infinity recovery (a library call per product).
-  compiler.flags = "-std=c++17 -O3 -march=native -fcx-limited-range -fPIC "
-                   "-shared -fvisibility=hidden";
+  // -fno-trapping-math: nothing here enables FP traps, and without it GCC
+  // will not turn a select (x > m ? inf : y) into a blend, which keeps
+  // every loop that calls exp, GELU or sigmoid scalar. Results are the same.
+  compiler.flags = "-std=c++17 -O3 -march=native -fcx-limited-range "
+                   "-fno-trapping-math -fPIC -shared -fvisibility=hidden";
   if (const char *env = std::getenv("LRUC_CXXFLAGS"); env && *env)
     compiler.flags = env;
   return compiler;

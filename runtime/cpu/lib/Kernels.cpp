@@ -311,14 +311,20 @@ bool shift(const T *x, const T *init, const int32_t *lengths, bool reverse,
 }
 
 template <class T>
-bool scan(const T *lambda, bool lambdaPerStep, const T *b, const T *init,
+bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
           const int32_t *lengths, bool reverse, int64_t batch, int64_t steps,
-          int64_t width, T *x, std::string &error) {
+          int64_t width, T *xOut, std::string &error) {
+  // x never overlaps b (the memory plan gives each live value its own
+  // slot); saying so lets the step loop vectorise.
+  const T *__restrict b = bIn;
+  T *__restrict x = xOut;
   if (!checkLengths(lengths, batch, steps, error))
     return false;
-  // The state of kBlock channels lives in a local array across the time
-  // loop; each step reads and writes kBlock contiguous values of b and x.
-  constexpr int64_t kBlock = 16;
+  // The state of kBlock channels lives in a local array (in L1) across the
+  // time loop; each step reads and writes kBlock contiguous values of b and
+  // x, so that b and x stream through memory in order (a narrow block
+  // strides through them and leaves the prefetcher behind).
+  constexpr int64_t kBlock = 512;
   for (int64_t s = 0; s < batch; ++s) {
     int64_t length = lengths ? lengths[s] : steps;
     int64_t base = s * steps * width; // of sequence s in b, x, lambda

@@ -17,10 +17,12 @@
 #ifndef LRUC_CPU_KERNELS_H
 #define LRUC_CPU_KERNELS_H
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace lruc::cpu {
@@ -37,11 +39,44 @@ struct Shape {
 
 // --- Scalar functions the generated elementwise loops use -------------------
 //
-// Inline, so that the fused loops that call them can be vectorised. The
-// formulas are the interpreter's (compiler/interpreter), in float.
+// Inline, so that the fused loops that call them can be vectorised (forced:
+// GCC's heuristics leave a nested call such as geluGrad -> erf -> exp out of
+// line, and one call keeps a whole loop scalar). The formulas are the
+// interpreter's (compiler/interpreter), in float.
+#define LRUC_INLINE inline __attribute__((always_inline))
+
+/// e^x without a libm call, so that the loops calling it vectorise (glibc's
+/// expf is a call GCC cannot vectorise without -ffast-math): x = n ln 2 + r
+/// with |r| <= ln 2 / 2, e^r by Cephes' expf polynomial (relative error
+/// below 2e-7), 2^n built in the exponent bits of two floats (so that n =
+/// 128 does not overflow early). inf above ln(FLT_MAX); 0 below
+/// ln(FLT_MIN) (no denormals); NaN stays NaN.
+LRUC_INLINE float exp(float x) {
+  constexpr float kMax = 88.7228317f, kMin = -87.3365479f;
+  float clamped = std::min(std::max(x, kMin), kMax);
+  float n = std::floor(clamped * 1.44269504088896341f + 0.5f);
+  float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t whole = int32_t(n), half = whole / 2;
+  int32_t bits1 = (half + 127) << 23, bits2 = (whole - half + 127) << 23;
+  float scale1, scale2;
+  std::memcpy(&scale1, &bits1, sizeof scale1);
+  std::memcpy(&scale2, &bits2, sizeof scale2);
+  float y = p * scale1 * scale2;
+  y = x > kMax ? HUGE_VALF : y;
+  y = x < kMin ? 0.0f : y;
+  return x != x ? x : y;
+}
+inline cfloat exp(cfloat z) { return std::exp(z); }
 
 /// 1 / (1 + e^-x); 0 or 1 (never NaN) where e^-x overflows.
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+LRUC_INLINE float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
 
 /// log(1 + e^x), no overflow: x + log1p(e^-x) for x > 0.
 inline float softplus(float x) {
@@ -58,19 +93,19 @@ constexpr float kTanhCoefficient = 0.044715f;
 /// the kernels' 1e-5 tolerance against the fp64 reference), about 3x faster
 /// than glibc's erff, which made exact GELU the largest single cost of a
 /// train step.
-inline float erf(float x) {
+LRUC_INLINE float erf(float x) {
   float a = std::fabs(x);
   float t = 1.0f / (1.0f + 0.3275911f * a);
   float poly =
       ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t -
         0.284496736f) * t + 0.254829592f) * t;
-  return std::copysign(1.0f - poly * std::exp(-a * a), x);
+  return std::copysign(1.0f - poly * lruc::cpu::exp(-a * a), x);
 }
 } // namespace detail
 
 /// Exact: x Φ(x) = ½ x (1 + erf(x/√2)); approximate: the tanh form
 /// ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))).
-inline float gelu(float x, bool approximate) {
+LRUC_INLINE float gelu(float x, bool approximate) {
   using namespace detail;
   if (approximate)
     return 0.5f * x *
@@ -82,7 +117,7 @@ inline float gelu(float x, bool approximate) {
 /// ½ x (1 − t²) √(2/π) (1 + 3·0.044715 x²), t the tanh above. The second
 /// term is skipped where 1 − t² is 0 (|x| ≳ 10), where √(2/π)(…x²) may be
 /// inf for |x| > 1e19 and 0·inf would be NaN.
-inline float geluGrad(float x, bool approximate) {
+LRUC_INLINE float geluGrad(float x, bool approximate) {
   using namespace detail;
   if (approximate) {
     float t = std::tanh(kSqrt2OverPi * (x + kTanhCoefficient * x * x * x));
@@ -92,7 +127,7 @@ inline float geluGrad(float x, bool approximate) {
     float du = kSqrt2OverPi * (1 + 3 * kTanhCoefficient * x * x);
     return 0.5f * (1 + t) + 0.5f * x * sech2 * du;
   }
-  float density = std::exp(-0.5f * x * x) / kSqrt2Pi;
+  float density = lruc::cpu::exp(-0.5f * x * x) / kSqrt2Pi;
   return 0.5f * (1 + detail::erf(x / kSqrt2)) + x * density;
 }
 
