@@ -481,6 +481,63 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
   return true;
 }
 
+namespace {
+
+// Random123's philox4x32 constants (runtime/core/lib/Random.cpp).
+constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
+constexpr int64_t kPhiloxLanes = 8;
+
+// Eight lanes of 32-bit words, and four of 64, as GCC/Clang vectors.
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint64_t U64x4 __attribute__((vector_size(32)));
+
+/// The 64-bit products m * c of eight lanes, as their high and low words:
+/// the even and odd lanes widened separately (vpmuludq on AVX2).
+inline void mulHiLo(uint32_t m, U32x8 c, U32x8 &hi, U32x8 &lo) {
+  U64x4 even = reinterpret_cast<U64x4>(c) & uint64_t(0xffffffff);
+  U64x4 odd = reinterpret_cast<U64x4>(c) >> 32;
+  U32x8 pe = reinterpret_cast<U32x8>(even * uint64_t(m));
+  U32x8 po = reinterpret_cast<U32x8>(odd * uint64_t(m));
+  lo = __builtin_shufflevector(pe, po, 0, 8, 2, 10, 4, 12, 6, 14);
+  hi = __builtin_shufflevector(pe, po, 1, 9, 3, 11, 5, 13, 7, 15);
+}
+
+/// core::philox4x32 of the counters {block, block >> 32, site, step} for
+/// kPhiloxLanes consecutive blocks at once, in vectors over the lanes (one
+/// call per block was a quarter of a train step with dropout). words[j][l]
+/// is word j of block first + l; tests/cpu checks them against core's.
+void philoxLanes(uint64_t first, uint32_t site, uint32_t step,
+                 core::PhiloxKey key, uint32_t words[4][kPhiloxLanes]) {
+  static_assert(kPhiloxLanes == 8, "one U32x8 per word");
+  U32x8 c0, c1, c2, c3;
+  for (int l = 0; l < 8; ++l) {
+    uint64_t block = first + uint64_t(l);
+    c0[l] = uint32_t(block);
+    c1[l] = uint32_t(block >> 32);
+    c2[l] = site;
+    c3[l] = step;
+  }
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    U32x8 hi0, lo0, hi1, lo1;
+    mulHiLo(kPhiloxM0, c0, hi0, lo0);
+    mulHiLo(kPhiloxM1, c2, hi1, lo1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
+  }
+  std::memcpy(words[0], &c0, sizeof c0);
+  std::memcpy(words[1], &c1, sizeof c1);
+  std::memcpy(words[2], &c2, sizeof c2);
+  std::memcpy(words[3], &c3, sizeof c3);
+}
+
+} // namespace
+
 void dropoutMask(const float *x, int64_t count, const int64_t key[2],
                  double rate, uint32_t site, float *y) {
   uint64_t seed = uint64_t(key[0]);
@@ -490,8 +547,24 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
   // x / (1 - rate) in double, as the interpreter computes it, so that kept
   // values are the interpreter's rounded to float.
   double keep = 1 - rate;
-  // Four elements per Philox call (core::dropoutKeep's layout).
-  for (int64_t block = 0; block * 4 < count; ++block) {
+  // Four elements per Philox block (core::dropoutKeep's layout): element
+  // 4 b + j is decided by word j of block b.
+  int64_t blocks = (count + 3) / 4, block = 0;
+  for (; (block + kPhiloxLanes) * 4 <= count; block += kPhiloxLanes) {
+    uint32_t words[4][kPhiloxLanes], flat[4 * kPhiloxLanes];
+    philoxLanes(uint64_t(block), site, step, philoxKey, words);
+    for (int64_t l = 0; l < kPhiloxLanes; ++l)
+      for (int64_t j = 0; j < 4; ++j)
+        flat[l * 4 + j] = words[j][l];
+    // Every element divided, then selected: a loop without branches.
+    const float *xs = x + block * 4;
+    float *ys = y + block * 4;
+    for (int64_t e = 0; e < 4 * kPhiloxLanes; ++e) {
+      float kept = float(double(xs[e]) / keep);
+      ys[e] = (flat[e] >> 8) >= threshold ? kept : 0.0f;
+    }
+  }
+  for (; block < blocks; ++block) {
     core::PhiloxCounter counter = {uint32_t(block),
                                    uint32_t(uint64_t(block) >> 32), site, step};
     core::PhiloxCounter words = core::philox4x32(counter, philoxKey);
