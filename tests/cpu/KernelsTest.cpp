@@ -910,4 +910,74 @@ TEST_F(CpuKernels, IndicesAndLabelsOutOfRangeAreErrors) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+/// Restores the pool's size at the end of a test.
+struct ThreadCountGuard {
+  int saved = lruc::cpu::threadCount();
+  ~ThreadCountGuard() { lruc::cpu::setThreadCount(saved); }
+};
+
+TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    EXPECT_EQ(lruc::cpu::threadCount(), threads);
+    for (int64_t n : {0, 1, 7, 10, 1000})
+      for (int64_t grain : {1, 3, 1000}) {
+        std::vector<int> hits(size_t(n), 0);
+        lruc::cpu::parallelFor(n, grain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            ++hits[size_t(i)];
+        });
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[size_t(i)], 1) << threads << " threads, n " << n
+                                        << ", grain " << grain << ", " << i;
+      }
+  }
+}
+
+// Scans split by sequence and channel block, GEMMs by rows: the same
+// numbers on one thread as on four (one sequence, so the channels split).
+TEST(CpuThreads, ScanAndGemmDoNotDependOnTheThreadCount) {
+  ThreadCountGuard guard;
+  const int64_t steps = 50, width = 70, rows = 333, n = 48, k = 40;
+  auto run = [&](int threads, int64_t batch) {
+    lruc::cpu::setThreadCount(threads);
+    std::vector<cfloat> lambda(static_cast<size_t>(width));
+    std::vector<cfloat> b(static_cast<size_t>(batch * steps * width));
+    std::vector<cfloat> x(b.size());
+    for (size_t i = 0; i < lambda.size(); ++i)
+      lambda[i] = std::polar(0.9f, 0.01f * float(i));
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = cfloat(std::sin(float(i)), std::cos(0.5f * float(i)));
+    std::vector<int32_t> lengths(size_t(batch), int32_t(steps - 3));
+    std::string error;
+    EXPECT_TRUE(lruc::cpu::scan(lambda.data(), false, b.data(),
+                                static_cast<const cfloat *>(nullptr),
+                                lengths.data(), false, batch, steps, width,
+                                x.data(), error))
+        << error;
+    std::vector<float> a(static_cast<size_t>(rows * k));
+    std::vector<float> w(static_cast<size_t>(n * k));
+    std::vector<float> y(static_cast<size_t>(rows * n));
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = std::sin(float(i));
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = std::cos(float(i));
+    lruc::cpu::matmulNT(a.data(), w.data(), rows, n, k, y.data());
+    return std::pair{x, y};
+  };
+  for (int64_t batch : {1, 3}) {
+    auto [x1, y1] = run(1, batch);
+    auto [x4, y4] = run(4, batch);
+    EXPECT_EQ(x1, x4) << "batch " << batch;
+    ASSERT_EQ(y1.size(), y4.size());
+    for (size_t i = 0; i < y1.size(); ++i)
+      ASSERT_NEAR(y1[i], y4[i], 1e-5f * (1 + std::abs(y1[i]))) << i;
+  }
+}
+
 } // namespace

@@ -379,13 +379,27 @@ private:
       args.push_back(define(result));
       outputs.push_back(local);
     }
-    os << "  " << kernel << "(B";
+    // Nested loops, rows then the last dim, when the last dim is static: a
+    // bias then reads in[j] and a per-row value in[o], which vectorise,
+    // where the flat loop's (i / inner) % count does not. The rows (or the
+    // elements) are split across lruc's threads, at least 16K elements a
+    // part.
+    auto shape = tensorType(op.getResult(0)).getShape();
+    bool nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
+    std::string last = nested ? dimExpr(shape.back()) : "";
+    std::string rows = nested ? productExpr(shape.drop_back()) : "";
+    os << "  lruc::cpu::parallelFor("
+       << (nested ? rows : count(op.getResult(0))) << ", "
+       << (nested ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
+                  : "16384")
+       << ", [&](int64_t begin, int64_t end) {\n    " << kernel
+       << "(B, begin, end";
     for (const std::string &a : args)
       os << ", " << a;
-    os << ");\n";
+    os << ");\n  });\n";
 
     llvm::raw_ostream &k = kernelStream;
-    k << "void " << kernel << "(int64_t B";
+    k << "void " << kernel << "(int64_t B, int64_t begin, int64_t end";
     for (const std::string &p : params)
       k << ", " << p;
     k << ") {\n";
@@ -398,20 +412,12 @@ private:
         << " = " << splatLiteral(constant) << ";\n";
       scalars[constant.getResult()] = name;
     }
-    // Nested loops, rows then the last dim, when the last dim is static: a
-    // bias then reads in[j] and a per-row value in[o], which vectorise,
-    // where the flat loop's (i / inner) % count does not.
-    auto shape = tensorType(op.getResult(0)).getShape();
-    bool nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
-    std::string last = nested ? dimExpr(shape.back()) : "";
-    std::string rows = nested ? productExpr(shape.drop_back()) : "";
     if (nested)
-      k << "  for (int64_t o = 0; o < " << rows << "; ++o) {\n"
+      k << "  for (int64_t o = begin; o < end; ++o) {\n"
         << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     else
-      k << "  for (int64_t i = 0; i < " << count(op.getResult(0))
-        << "; ++i) {\n";
+      k << "  for (int64_t i = begin; i < end; ++i) {\n";
     for (Operation &inner : body.without_terminator()) {
       if (isa<arith::ConstantOp>(inner))
         continue;

@@ -320,19 +320,30 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
   T *__restrict x = xOut;
   if (!checkLengths(lengths, batch, steps, error))
     return false;
-  // The state of kBlock channels lives in a local array (in L1) across the
-  // time loop; each step reads and writes kBlock contiguous values of b and
-  // x, so that b and x stream through memory in order (a narrow block
-  // strides through them and leaves the prefetcher behind).
-  constexpr int64_t kBlock = 512;
-  for (int64_t s = 0; s < batch; ++s) {
-    int64_t length = lengths ? lengths[s] : steps;
-    int64_t base = s * steps * width; // of sequence s in b, x, lambda
-    // Padding never enters the state; its outputs are 0.
-    std::fill(x + base + length * width, x + base + steps * width, T(0));
-    for (int64_t n0 = 0; n0 < width; n0 += kBlock) {
-      int64_t nb = std::min(kBlock, width - n0);
-      T state[kBlock];
+  // The state of a block of channels lives in a local array (in L1) across
+  // the time loop; each step reads and writes the block's contiguous values
+  // of b and x, so that b and x stream through memory in order (a narrow
+  // block strides through them and leaves the prefetcher behind). Blocks
+  // of whole rows, unless there are fewer sequences than threads: then the
+  // channels are split too, so that every thread has a part.
+  constexpr int64_t kMaxBlock = 512;
+  int64_t splits = std::max<int64_t>(
+      (width + kMaxBlock - 1) / kMaxBlock,
+      batch >= threadCount() ? 1 : (threadCount() + batch - 1) / batch);
+  int64_t block = (width + splits - 1) / splits;
+  block = std::min(kMaxBlock, (block + 15) / 16 * 16);
+  int64_t blocks = (width + block - 1) / block;
+  parallelFor(batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      int64_t s = unit / blocks, n0 = unit % blocks * block;
+      int64_t nb = std::min(block, width - n0);
+      int64_t length = lengths ? lengths[s] : steps;
+      int64_t base = s * steps * width; // of sequence s in b, x, lambda
+      // Padding never enters the state; its outputs are 0.
+      for (int64_t t = length; t < steps; ++t)
+        std::fill(x + base + t * width + n0, x + base + t * width + n0 + nb,
+                  T(0));
+      T state[kMaxBlock];
       for (int64_t j = 0; j < nb; ++j)
         state[j] = init ? init[s * width + n0 + j] : T(0);
       // Real steps only: from 0 up, or from the sequence's last real step
@@ -347,7 +358,7 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
         }
       }
     }
-  }
+  });
   return true;
 }
 
@@ -369,9 +380,16 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     return;
   }
   blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
-              blasint(k), 1.0f, a, lda, b, ldb, 0.0f, c, blasint(n));
+  // Rows of C in parallel, each part one sgemm on OpenBLAS's calling
+  // thread; a part does at least ~4 MFLOP.
+  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 21) / (n * k));
+  parallelFor(m, grain, [&](int64_t m0, int64_t m1) {
+    const float *rows = transA ? a + m0 : a + m0 * k;
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
+                blasint(n), blasint(k), 1.0f, rows, lda, b, ldb, 0.0f,
+                c + m0 * n, blasint(n));
+  });
 }
 
 } // namespace

@@ -335,10 +335,11 @@ int evalMain(int argc, char **argv) {
                 (long long)batchIndex.value_or(0), what.c_str(), dump->c_str());
     return 0;
   }
-  auto set = reinterpret_cast<void (*)(int)>(
-      library.findSymbol("openblas_set_num_threads"));
-  if (set)
-    set(1); // one BLAS thread per evaluation thread
+  // Batches in parallel, each on one thread (the library's kernel pool
+  // and OpenBLAS would otherwise add threads of their own).
+  for (const char *symbol : {"openblas_set_num_threads", "lruc_cpu_set_threads"})
+    if (auto set = reinterpret_cast<void (*)(int)>(library.findSymbol(symbol)))
+      set(1);
   EvalResult r = evaluate(library, checkpoint.params.data(),
                           checkpoint.state.data(), dataset, batch, threads);
   std::printf("%s: %s, step %lld: loss %.4f, accuracy %.2f%% (%lld "

@@ -85,7 +85,7 @@ struct Flags {
   std::string model;
   std::optional<std::string> data, out, device, task, schedule;
   std::optional<int64_t> batch, steps, epochs, seed, dropoutSeed, evalEvery,
-      evalBatch, threads, blasThreads, maxTrain, maxEval, logEvery, stopAfter;
+      evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter;
   std::optional<double> lr, warmup, floor, valFraction;
   bool resume = false;
 };
@@ -111,8 +111,7 @@ Flags parseFlags(int argc, char **argv) {
   cl.flag("resume", &f.resume, "continue the run in --out from its last.safetensors");
   cl.flag("stop-after", &f.stopAfter, "N", "stop after step N, saving last.safetensors (continue later with --resume)");
   cl.flag("device", &f.device, "KIND", "cpu, gpu or auto (default auto: a GPU when the library and machine have one)");
-  cl.flag("threads", &f.threads, "N", "CPU threads that evaluate batches in parallel (default: all cores)");
-  cl.flag("blas-threads", &f.blasThreads, "N", "OpenBLAS threads inside a training step (default 1)");
+  cl.flag("threads", &f.threads, "N", "CPU threads: a training step's kernels, or evaluation batches in parallel (default: all cores)");
   cl.flag("max-train", &f.maxTrain, "N", "use only the first N training examples");
   cl.flag("max-eval", &f.maxEval, "N", "evaluate on at most N examples per split");
   cl.flag("log-every", &f.logEvery, "N", "without a terminal, print progress every N steps");
@@ -133,7 +132,6 @@ Flags parseFlags(int argc, char **argv) {
                              {&f.evalEvery, "eval-every"},
                              {&f.evalBatch, "eval-batch"},
                              {&f.threads, "threads"},
-                             {&f.blasThreads, "blas-threads"},
                              {&f.maxTrain, "max-train"},
                              {&f.maxEval, "max-eval"},
                              {&f.logEvery, "log-every"},
@@ -365,16 +363,17 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
     stored->adopt("eval_batch", s.evalBatch, false, "eval-batch");
 }
 
-//===-- BLAS threads ------------------------------------------------------===//
+//===-- Kernel threads ----------------------------------------------------===//
 
-/// OpenBLAS (which model libraries link) sizes its thread pool at run time;
-/// the trainer gives it `--blas-threads` for a training step and one thread
-/// per worker while evaluation runs batches in parallel.
-class BlasThreads {
+/// A CPU model library splits its kernels across one thread pool
+/// (lruc_cpu_set_threads, runtime/cpu); the trainer gives it `--threads`
+/// for a training step and one thread while evaluation runs batches in
+/// parallel instead.
+class KernelThreads {
 public:
-  explicit BlasThreads(const ModelLibrary &library)
+  explicit KernelThreads(const ModelLibrary &library)
       : set_(reinterpret_cast<void (*)(int)>(
-            library.findSymbol("openblas_set_num_threads"))) {}
+            library.findSymbol("lruc_cpu_set_threads"))) {}
   void use(int threads) const {
     if (set_)
       set_(threads);
@@ -402,15 +401,14 @@ void removeStaleTemporaries(const fs::path &out) {
 class Trainer {
 public:
   Trainer(const ModelLibrary &library, RunSettings settings, TaskData &data,
-          fs::path out, int threads, int blasThreads)
+          fs::path out, int threads)
       : library_(library), manifest_(library.manifest()),
         settings_(std::move(settings)), data_(data),
         train_(data.split(data::Split::Train)), out_(std::move(out)),
         lastPath_(out_ / "last.safetensors"),
         bestPath_(out_ / "best.safetensors"), threads_(threads),
-        blasThreads_(blasThreads), blas_(library),
-        current_(Checkpoint::zeros(manifest_)) {
-    blas_.use(blasThreads_);
+        kernelThreads_(library), current_(Checkpoint::zeros(manifest_)) {
+    kernelThreads_.use(threads_);
   }
 
   /// A new run: the library's initial parameters under the seed.
@@ -566,11 +564,11 @@ private:
   }
 
   EvalResult evaluateSplit(const Checkpoint &checkpoint, data::Split split) {
-    blas_.use(1); // one BLAS thread per evaluation thread
+    kernelThreads_.use(1); // batches in parallel instead
     EvalResult r = evaluate(library_, checkpoint.params.data(),
                             checkpoint.state.data(), data_.split(split),
                             settings_.evalBatch, threads_);
-    blas_.use(blasThreads_);
+    kernelThreads_.use(threads_);
     return r;
   }
 
@@ -614,8 +612,8 @@ private:
   TaskData &data_;
   const data::Dataset &train_;
   const fs::path out_, lastPath_, bestPath_;
-  const int threads_, blasThreads_;
-  BlasThreads blas_;
+  const int threads_;
+  KernelThreads kernelThreads_;
 
   Checkpoint current_;
   double bestAccuracy_ = -1;
@@ -631,13 +629,11 @@ int trainMain(int argc, char **argv) {
   const Flags f = parseFlags(argc, argv);
   const int threads = int(f.threads.value_or(
       std::max<unsigned>(1, std::thread::hardware_concurrency())));
-  // One BLAS thread by default: a step's GEMMs are a small share of it
-  // (scans, elementwise loops), and OpenBLAS's idle threads spin on
-  // sched_yield, burning a core for nothing (Fashion-MNIST, H=64: 0.33
-  // steps/s with 1 thread, 0.32 with 2).
-  const int blasThreads = int(f.blasThreads.value_or(1));
-  // OpenBLAS reads this when the model library pulls it in.
-  setenv("OPENBLAS_NUM_THREADS", std::to_string(blasThreads).c_str(), 1);
+  // The library's kernels split GEMMs across their own threads, each part
+  // one single-threaded OpenBLAS call; OpenBLAS's own idle threads would
+  // spin on sched_yield against them. OpenBLAS reads this when the model
+  // library pulls it in.
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
   keepFreedMemoryForReuse();
 
   ModelLibrary library = ModelLibrary::open(f.model);
@@ -697,7 +693,7 @@ int trainMain(int argc, char **argv) {
         fmt::format("{}: cannot create: {}", out.string(), ec.message()));
   removeStaleTemporaries(out);
 
-  Trainer trainer(library, s, data, out, threads, blasThreads);
+  Trainer trainer(library, s, data, out, threads);
   if (resumed)
     trainer.restore(std::move(*resumed));
   else
@@ -709,12 +705,10 @@ int trainMain(int argc, char **argv) {
   config["library"] = fs::absolute(library.path()).string();
   config["validation"] = data.validationSource();
   config["threads"] = threads;
-  config["blas_threads"] = blasThreads;
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
 
   std::string threading =
-      fmt::format("{} thread{}", threads, threads == 1 ? "" : "s") +
-      (blasThreads > 1 ? fmt::format(", {} BLAS threads", blasThreads) : "");
+      fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
   std::fprintf(stderr,
                "%s: %s on cpu (%s): %s, train %zu, val %zu (%s)\n"
                "%s: %lld steps (%lld per epoch) of batch %lld, lr %g (%s), "

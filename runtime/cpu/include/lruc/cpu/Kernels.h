@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace lruc::cpu {
 
@@ -213,6 +214,37 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
 /// interpreter's.
 void dropoutMask(const float *x, int64_t count, const int64_t key[2],
                  double rate, uint32_t site, float *y);
+
+// --- Threads -----------------------------------------------------------------
+//
+// One pool for every kernel (runtime/cpu/lib/Threads.cpp): LRUC_NUM_THREADS
+// threads, else one per core; GEMMs are split by rows across it, each part
+// a single-threaded OpenBLAS call. The partition depends only on the sizes
+// and the thread count, so results repeat exactly run to run.
+
+/// The pool's threads, the caller included.
+int threadCount();
+/// Replaces the pool; call when no kernel is running. Also exported from
+/// model libraries as `extern "C" void lruc_cpu_set_threads(int)`.
+void setThreadCount(int threads);
+
+/// Runs body(context, begin, end) over [0, n) in up to threadCount() parts
+/// of at least `grain` each (the caller runs one), or at once on the caller
+/// when one part would do or another region holds the pool.
+void parallelForRaw(int64_t n, int64_t grain,
+                    void (*body)(void *, int64_t, int64_t), void *context);
+
+/// parallelForRaw with a callable body(begin, end).
+template <class F>
+void parallelFor(int64_t n, int64_t grain, F &&body) {
+  using Body = std::remove_reference_t<F>;
+  parallelForRaw(
+      n, grain,
+      [](void *c, int64_t begin, int64_t end) {
+        (*static_cast<Body *>(c))(begin, end);
+      },
+      const_cast<void *>(static_cast<const void *>(&body)));
+}
 
 /// This thread's scratch memory for a generated function's buffers, at
 /// least `bytes` long and 64-byte aligned. It grows when asked for more and
