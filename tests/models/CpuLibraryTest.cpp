@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace {
 
@@ -78,6 +79,15 @@ void expectClose(const float *actual, const std::vector<double> &expected,
   for (size_t k = 0; k < expected.size(); ++k)
     ASSERT_NEAR(actual[k], expected[k], tolerance * scale)
         << what << "[" << k << "]";
+}
+
+/// Whether a file is mapped into this process (/proc/self/maps).
+bool isMapped(const std::string &path) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find(path) != std::string::npos)
+      return true;
+  return false;
 }
 
 bool isSequenceTag(const std::string &tag) {
@@ -345,6 +355,13 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
               std::string::npos)
         << m.step_unavailable;
   }
+
+  // Closing the library unmaps it: nothing it started (kernel threads,
+  // scratch memory, thread-local destructors) keeps it loaded.
+  ASSERT_TRUE(isMapped(path.str().str()));
+  dlclose(lib.handle);
+  lib.handle = nullptr;
+  EXPECT_FALSE(isMapped(path.str().str()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::smallModelCases()),

@@ -231,8 +231,9 @@ public:
     plan = planMemory(func);
     os << "  // " << plan.slotOf.size() << " buffers in " << plan.slots.size()
        << " slots of one workspace.\n";
-    os << "  char *workspace = static_cast<char *>(lruc::cpu::threadWorkspace("
-       << plan.total.perExample << " * B + " << plan.total.fixed << "));\n";
+    os << "  const lruc::cpu::WorkspaceLease lease("
+       << plan.total.perExample << " * B + " << plan.total.fixed << ");\n";
+    os << "  char *workspace = lease.data();\n";
     os << "  (void)workspace;\n";
     for (BlockArgument arg : func.getArguments()) {
       if (failed(checkType(func, arg)))

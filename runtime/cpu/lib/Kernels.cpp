@@ -17,10 +17,14 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <new>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace lruc::cpu {
 
@@ -593,23 +597,52 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
   }
 }
 
-void *threadWorkspace(std::size_t bytes) {
-  struct Workspace {
-    void *data = nullptr;
-    std::size_t size = 0;
-    ~Workspace() { std::free(data); }
-  };
-  thread_local Workspace workspace;
-  if (bytes > workspace.size || !workspace.data) {
-    std::size_t size = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
-    void *data = std::aligned_alloc(64, size);
-    if (!data)
-      throw std::bad_alloc();
-    std::free(workspace.data);
-    workspace.data = data;
-    workspace.size = size;
+namespace {
+
+/// Workspaces not lent out, freed when the library unloads.
+struct WorkspaceFreeList {
+  std::mutex mutex;
+  std::vector<std::pair<char *, std::size_t>> blocks;
+  ~WorkspaceFreeList() {
+    for (auto &block : blocks)
+      std::free(block.first);
   }
-  return workspace.data;
+};
+
+WorkspaceFreeList &workspaces() {
+  static WorkspaceFreeList list;
+  return list;
+}
+
+} // namespace
+
+WorkspaceLease::WorkspaceLease(std::size_t bytes) : data_(nullptr), size_(0) {
+  WorkspaceFreeList &list = workspaces();
+  {
+    std::lock_guard<std::mutex> lock(list.mutex);
+    // The largest free block: one caller's sizes barely change, so it
+    // fits from the second call on.
+    auto largest = std::max_element(
+        list.blocks.begin(), list.blocks.end(),
+        [](const auto &a, const auto &b) { return a.second < b.second; });
+    if (largest != list.blocks.end()) {
+      std::tie(data_, size_) = *largest;
+      list.blocks.erase(largest);
+    }
+  }
+  if (data_ && size_ >= bytes)
+    return;
+  std::free(data_);
+  size_ = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
+  data_ = static_cast<char *>(std::aligned_alloc(64, size_));
+  if (!data_)
+    throw std::bad_alloc();
+}
+
+WorkspaceLease::~WorkspaceLease() {
+  WorkspaceFreeList &list = workspaces();
+  std::lock_guard<std::mutex> lock(list.mutex);
+  list.blocks.emplace_back(data_, size_);
 }
 
 //===----------------------------------------------------------------------===//

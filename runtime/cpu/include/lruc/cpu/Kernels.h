@@ -246,11 +246,25 @@ void parallelFor(int64_t n, int64_t grain, F &&body) {
       const_cast<void *>(static_cast<const void *>(&body)));
 }
 
-/// This thread's scratch memory for a generated function's buffers, at
-/// least `bytes` long and 64-byte aligned. It grows when asked for more and
-/// is otherwise reused, so a call allocates nothing after the first; the
-/// previous contents are undefined. Throws std::bad_alloc.
-void *threadWorkspace(std::size_t bytes);
+/// Scratch memory for one call of a generated function, at least `bytes`
+/// long and 64-byte aligned, lent from the library's free list and given
+/// back when the lease ends: concurrent calls get different memory, and a
+/// steady run allocates nothing after its first calls. The contents are
+/// undefined. Not thread_local: a dlclose'd library leaves no thread-local
+/// destructor behind to keep it mapped. Throws std::bad_alloc.
+class WorkspaceLease {
+public:
+  explicit WorkspaceLease(std::size_t bytes);
+  ~WorkspaceLease();
+  WorkspaceLease(const WorkspaceLease &) = delete;
+  WorkspaceLease &operator=(const WorkspaceLease &) = delete;
+
+  char *data() const { return data_; }
+
+private:
+  char *data_;
+  std::size_t size_;
+};
 
 } // namespace lruc::cpu
 
