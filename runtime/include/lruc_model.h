@@ -43,9 +43,9 @@
 extern "C" {
 #endif
 
-/* Version 2 (1 had no step mode). Bumped on any change to the structs or
-   entry points below. */
-#define LRUC_ABI_VERSION 2u
+/* Version 3 (1 had no step mode; 2's train_step wrote only the loss).
+   Bumped on any change to the structs or entry points below. */
+#define LRUC_ABI_VERSION 3u
 
 typedef enum lruc_dtype { LRUC_F32 = 0, LRUC_I32 = 1, LRUC_I64 = 2 } lruc_dtype;
 
@@ -123,11 +123,13 @@ typedef struct lruc_model {
 
   /* One AdamW step, in place: forward and backward in train mode, then
      params, adam_m, adam_v and state are updated. `step` counts from 1 (the
-     bias correction); `lr` is this step's scheduled learning rate. */
+     bias correction); `lr` is this step's scheduled learning rate.
+     `outputs` are forward_train's (the loss, then the predictions) before
+     the update: a trainer reads the batch's loss and accuracy from them. */
   int (*train_step)(int64_t batch, float *params, float *adam_m,
                     float *adam_v, float *state, float lr, float step,
                     const void *const *inputs, const int64_t dropout_key[2],
-                    float *loss, char *error, size_t error_size);
+                    float *const *outputs, char *error, size_t error_size);
 
   /* Step mode. NULL (and `step_reset` NULL) when the model cannot run
      causally; then `step_unavailable` says why, e.g. "step mode needs a

@@ -192,14 +192,15 @@ int backward(int64_t batch, const float *params, const float *,
 
 int trainStep(int64_t batch, float *params, float *m, float *v, float *state,
               float lr, float step, const void *const *inputs,
-              const int64_t *key, float *loss, char *error, size_t size) {
+              const int64_t *, float *const *outputs, char *error,
+              size_t size) {
   if (step < 1)
     return fail(error, size, "step counts from 1");
-  std::vector<float> grads(kWeights + kClasses);
-  if (backward(batch, params, state, inputs, key, loss, grads.data(), error,
-               size))
+  if (checkLabels(batch, inputs, error, size))
     return 1;
+  std::vector<float> grads(kWeights + kClasses);
   float mean = batchMean(batch, static_cast<const float *>(inputs[0]));
+  *outputs[0] = run(batch, params, mean, inputs, outputs[1], grads.data());
   state[0] = (1 - kMomentum) * state[0] + kMomentum * mean;
   const float c1 = 1 - std::pow(kBeta1, step), c2 = 1 - std::pow(kBeta2, step);
   for (int64_t i = 0; i < kWeights + kClasses; ++i) {

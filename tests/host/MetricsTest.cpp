@@ -20,18 +20,21 @@ TEST(Metrics, WritesOneObjectALine) {
   TempDir dir;
   {
     MetricsLog log(dir / "metrics.jsonl", -1);
-    log.train(1, 0, 1e-7, 2.5, 0.1234);
+    log.train(1, 0, 1e-7, 2.5, 0.25, 0.1234);
     log.eval(1, 0, "val", 2.25, 0.125, 64, 0.5);
-    log.train(2, 0, 1e-3, NAN, 0.6);
+    log.train(2, 0, 1e-3, NAN, 0, 0.6);
   }
   EXPECT_EQ(readBytes(dir / "metrics.jsonl"),
-            "{\"step\":1,\"epoch\":0,\"lr\":1e-07,\"loss\":2.5,\"time\":0.123}\n"
+            "{\"step\":1,\"epoch\":0,\"lr\":1e-07,\"loss\":2.5,"
+            "\"accuracy\":0.25,\"time\":0.123}\n"
             "{\"step\":1,\"epoch\":0,\"split\":\"val\",\"loss\":2.25,"
             "\"accuracy\":0.125,\"examples\":64,\"time\":0.5}\n"
-            "{\"step\":2,\"epoch\":0,\"lr\":0.001,\"loss\":null,\"time\":0.6}\n");
+            "{\"step\":2,\"epoch\":0,\"lr\":0.001,\"loss\":null,"
+            "\"accuracy\":0.0,\"time\":0.6}\n");
   std::vector<MetricsEntry> entries = readMetrics(dir / "metrics.jsonl");
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[1].split, "val");
+  EXPECT_DOUBLE_EQ(entries[0].accuracy, 0.25);
   EXPECT_DOUBLE_EQ(entries[1].accuracy, 0.125);
   EXPECT_TRUE(std::isnan(entries[2].loss));
 }
@@ -43,7 +46,7 @@ TEST(Metrics, ResumingDropsWhatCameAfterTheCheckpoint) {
              "{\"step\":3,\"loss\":1}\n{\"step\":4,\"lo");
   {
     MetricsLog log(dir / "metrics.jsonl", 2);
-    log.train(3, 0, 0.1, 0.5, 1.0);
+    log.train(3, 0, 0.1, 0.5, 0.75, 1.0);
   }
   std::vector<MetricsEntry> entries = readMetrics(dir / "metrics.jsonl");
   ASSERT_EQ(entries.size(), 3u);

@@ -43,13 +43,16 @@ TEST(Progress, LinesEveryNStepsWithoutATerminal) {
   std::FILE *file = std::tmpfile();
   Progress p(file, /*terminal=*/false, 10, 0, 4);
   for (int step = 1; step <= 10; ++step)
-    p.step(step, 2.0, 1e-3, 0.01);
+    p.step(step, 2.0, step % 2 ? 0.25 : 0.75, 1e-3, 0.01);
   p.print("step 10: val loss 1.0000, accuracy 50.00%");
   p.finish();
   std::string text = captured(file);
   std::fclose(file);
   // Steps 4, 8 and the last; no control characters.
-  EXPECT_NE(text.find("step 4/10  40% loss 2.0000 lr 1.00e-03 100.00 steps/s ETA"),
+  // The training accuracy smoothed like the loss: 25%, 75%, 25%, 75%
+  // average to 50.25% with the later steps weighing more.
+  EXPECT_NE(text.find("step 4/10  40% loss 2.0000 acc 50.25% lr 1.00e-03 "
+                      "100.00 steps/s ETA"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("step 8/10"), std::string::npos);
@@ -63,10 +66,10 @@ TEST(Progress, LinesEveryNStepsWithoutATerminal) {
 TEST(Progress, RedrawsInPlaceOnATerminal) {
   std::FILE *file = std::tmpfile();
   Progress p(file, /*terminal=*/true, 4, 0, 100);
-  p.step(1, 2.0, 1e-3, 0.5);
+  p.step(1, 2.0, 0.125, 1e-3, 0.5);
   p.setAccuracy(0.5);
   p.print("an evaluation");
-  p.step(4, 1.0, 1e-3, 0.5);
+  p.step(4, 1.0, 0.125, 1e-3, 0.5);
   p.finish();
   std::string text = captured(file);
   std::fclose(file);
@@ -79,6 +82,8 @@ TEST(Progress, RedrawsInPlaceOnATerminal) {
       << text;
   EXPECT_NE(text.find("step 4/4 [####################] 100%"),
             std::string::npos);
+  EXPECT_NE(text.find("loss 2.0000 acc 12.50% lr"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("val 50.00%"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
 }
@@ -86,8 +91,8 @@ TEST(Progress, RedrawsInPlaceOnATerminal) {
 TEST(Progress, RateCountsOnlyThisRunsSteps) {
   std::FILE *file = std::tmpfile();
   Progress p(file, false, 100, 50, 1000); // resumed at step 50
-  p.step(51, 1.0, 1e-3, 0.25);
-  p.step(52, 1.0, 1e-3, 0.25);
+  p.step(51, 1.0, 0.5, 1e-3, 0.25);
+  p.step(52, 1.0, 0.5, 1e-3, 0.25);
   EXPECT_DOUBLE_EQ(p.stepsPerSecond(), 4.0);
   std::fclose(file);
 }

@@ -95,8 +95,8 @@ TEST_F(Tools, TrainWritesCheckpointsMetricsAndProgress) {
             std::string::npos)
       << r.output;
   EXPECT_TRUE(std::regex_search(
-      r.output, std::regex("step 5/40  12% loss [0-9.]+ lr [0-9.e+-]+ "
-                           "[0-9.]+ steps/s ETA [0-9]+s\n")))
+      r.output, std::regex("step 5/40  12% loss [0-9.]+ acc [0-9.]+% "
+                           "lr [0-9.e+-]+ [0-9.]+ steps/s ETA [0-9]+s\n")))
       << r.output;
   EXPECT_TRUE(std::regex_search(
       r.output, std::regex("step 10: val loss [0-9.]+, accuracy [0-9.]+% "
@@ -117,12 +117,21 @@ TEST_F(Tools, TrainWritesCheckpointsMetricsAndProgress) {
 
   std::vector<MetricsEntry> metrics = readMetrics(out("run") / "metrics.jsonl");
   int trainLines = 0, valLines = 0, testLines = 0;
+  double lastTrainAccuracy = -1;
   for (const MetricsEntry &e : metrics) {
     trainLines += e.split.empty();
+    if (e.split.empty()) {
+      // Each batch's accuracy: a multiple of 1/32.
+      ASSERT_GE(e.accuracy, 0.0);
+      ASSERT_LE(e.accuracy, 1.0);
+      EXPECT_DOUBLE_EQ(e.accuracy * 32, std::round(e.accuracy * 32));
+      lastTrainAccuracy = e.accuracy;
+    }
     valLines += e.split == "val";
     testLines += e.split == "test";
   }
   EXPECT_EQ(trainLines, 40);
+  EXPECT_GT(lastTrainAccuracy, 0.8) << "the last batches are learned";
   EXPECT_EQ(valLines, 4);
   EXPECT_EQ(testLines, 1);
   for (auto &entry : fs::directory_iterator(out("run")))

@@ -122,15 +122,17 @@ TEST(TrainStep, LowersTheLossOfATinyModel) {
     }
     auto results = lruc::interpret(step, args, *store);
     ASSERT_TRUE(mlir::succeeded(results));
-    // Results after the loss are the new values of the leading arguments.
-    for (unsigned j = 0; j + 1 < results->size(); ++j) {
+    // Results after the model's outputs (loss, predictions) are the new
+    // values of the leading arguments.
+    const unsigned first = forward.getNumResults();
+    for (unsigned j = 0; j + first < results->size(); ++j) {
       if (auto name = step.getArgAttrOfType<mlir::StringAttr>(j, "lru.param"))
-        (*store)[name.str()] = (*results)[j + 1];
+        (*store)[name.str()] = (*results)[j + first];
       else if (auto name =
                    step.getArgAttrOfType<mlir::StringAttr>(j, "lru.state"))
-        (*store)[name.str()] = (*results)[j + 1];
+        (*store)[name.str()] = (*results)[j + first];
       else
-        moments[j] = (*results)[j + 1];
+        moments[j] = (*results)[j + first];
     }
   }
 

@@ -356,7 +356,10 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
     newStates.push_back(updated ? updated : s);
   }
 
-  SmallVector<Value> results = {ret.getOperand(0)};
+  // The loss and the predictions of this forward pass (the trainer's
+  // running accuracy), then the updated blocks.
+  unsigned numOutputs = numForwardResults - stateUpdates.size();
+  SmallVector<Value> results(ret.getOperands().take_front(numOutputs));
   results.append(newParams);
   results.append(newMs);
   results.append(newVs);

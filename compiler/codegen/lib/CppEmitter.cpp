@@ -912,9 +912,11 @@ struct Binding {
 };
 
 /// Binds @train_step's tagged arguments (lru.param, lru.adam_m, lru.adam_v,
-/// lru.state, lr, step, then the model inputs) and its results (loss, then
-/// the updated params, moments and state, in argument order).
-FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout) {
+/// lru.state, lr, step, then the model inputs) and its results (the
+/// model's `numOutputs` outputs as forward_train writes them, the loss
+/// first, then the updated params, moments and state, in argument order).
+FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout,
+                                 unsigned numOutputs) {
   Binding binding;
   unsigned input = 0;
   std::vector<std::string> updated;
@@ -947,12 +949,13 @@ FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout) {
     else
       binding.args.push_back("inputs[" + std::to_string(input++) + "]");
   }
-  binding.results.push_back("loss");
+  for (unsigned i = 0; i < numOutputs; ++i)
+    binding.results.push_back("outputs[" + std::to_string(i) + "]");
   binding.results.insert(binding.results.end(), updated.begin(),
                          updated.end());
   if (binding.results.size() != step.getNumResults())
-    return step.emitError("expects one result per updated block, and the "
-                          "loss");
+    return step.emitError("expects the model's outputs and one result per "
+                          "updated block");
   return binding;
 }
 
@@ -1205,13 +1208,14 @@ int forward(int64_t batch, const float *params, const float *state,
   }
   // train_step: in place.
   {
-    FailureOr<Binding> binding = bindTrainStep(step, layout);
+    FailureOr<Binding> binding =
+        bindTrainStep(step, layout, forward.getNumResults());
     if (failed(binding))
       return failure();
     os << "int train_step(int64_t batch, float *params, float *adam_m, float "
           "*adam_v,\n    float *state, float lr, float step, const void "
-          "*const *inputs,\n    const int64_t dropout_key[2], float *loss, "
-          "char *error, size_t error_size) {\n";
+          "*const *inputs,\n    const int64_t dropout_key[2], float *const "
+          "*outputs, char *error,\n    size_t error_size) {\n";
     emitArrays(os, *binding);
     os << "  return guarded(error, error_size, [&](std::string &message) {\n"
           "    return run_train_step(batch, params, state, args, results, "

@@ -135,6 +135,22 @@ int64_t argmax(const float *values, int64_t count) {
   return best;
 }
 
+int64_t countCorrect(const float *predictions, int64_t classes,
+                     const int32_t *labels, int64_t count) {
+  int64_t hits = 0;
+  for (int64_t k = 0; k < count; ++k)
+    hits += argmax(predictions + k * classes, classes) == labels[k];
+  return hits;
+}
+
+float *const *OutputBuffers::resize(int64_t batch) {
+  for (size_t o = 0; o < values_.size(); ++o) {
+    values_[o].resize(outputElements(manifest_->outputs[o], batch));
+    pointers_[o] = values_[o].data();
+  }
+  return pointers_.data();
+}
+
 EvalResult evaluate(const ModelLibrary &library, const float *params,
                     const float *state, const data::Dataset &dataset,
                     int64_t batch, int threads) {
@@ -153,8 +169,7 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
   size_t next = 0; // the next batch to take, under failureMutex
   auto worker = [&] {
     data::Batch b;
-    std::vector<std::vector<float>> outputs(library.manifest().outputs.size());
-    std::vector<float *> outputPointers(outputs.size());
+    OutputBuffers outputs(library.manifest());
     std::vector<size_t> indices;
     for (;;) {
       size_t i;
@@ -170,20 +185,12 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
         std::iota(indices.begin(), indices.end(), begin);
         data::gather(dataset, indices.data(), indices.size(), b);
         const auto count = int64_t(indices.size());
-        for (size_t o = 0; o < outputs.size(); ++o) {
-          outputs[o].resize(outputElements(library.manifest().outputs[o], count));
-          outputPointers[o] = outputs[o].data();
-        }
         auto inputs = bindInputs(library.manifest(), b);
         library.forward(count, params, state, inputs.data(),
-                        outputPointers.data());
-        lossSums[i] = double(outputs[0][0]) * double(count);
-        const float *predictions = outputs[1].data();
-        int64_t hits = 0;
-        for (size_t k = 0; k < indices.size(); ++k)
-          hits += argmax(predictions + k * classes, classes) ==
-                  b.labels[k];
-        correct[i] = hits;
+                        outputs.resize(count));
+        lossSums[i] = double(outputs.loss()) * double(count);
+        correct[i] = countCorrect(outputs.predictions(), classes,
+                                  b.labels.data(), count);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failureMutex);
         if (!failure)

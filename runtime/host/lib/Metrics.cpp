@@ -63,11 +63,12 @@ void MetricsLog::write(const std::string &line) {
 }
 
 void MetricsLog::train(int64_t step, int64_t epoch, double lr, double loss,
-                       double time) {
+                       double accuracy, double time) {
   nlohmann::ordered_json line = {{"step", step},
                                  {"epoch", epoch},
                                  {"lr", number(lr)},
                                  {"loss", number(loss)},
+                                 {"accuracy", number(accuracy)},
                                  {"time", std::round(time * 1000) / 1000}};
   write(line.dump());
 }

@@ -403,17 +403,16 @@ void ModelLibrary::backward(int64_t batch, const float *params,
     fail("backward", message.data());
 }
 
-float ModelLibrary::trainStep(int64_t batch, float *params, float *adamM,
-                              float *adamV, float *state, float lr,
-                              int64_t step, const void *const *inputs,
-                              const int64_t dropoutKey[2]) const {
+void ModelLibrary::trainStep(int64_t batch, float *params, float *adamM,
+                             float *adamV, float *state, float lr,
+                             int64_t step, const void *const *inputs,
+                             const int64_t dropoutKey[2],
+                             float *const *outputs) const {
   Message message{};
-  float loss = 0;
   if (model_->train_step(batch, params, adamM, adamV, state, lr, float(step),
-                         inputs, dropoutKey, &loss, message.data(),
+                         inputs, dropoutKey, outputs, message.data(),
                          message.size()))
     fail("train_step", message.data());
-  return loss;
 }
 
 } // namespace lruc::host

@@ -49,7 +49,8 @@ std::string Progress::text() const {
   }
   line += fmt::format(" {:3}%", total_ > 0 ? 100 * current_ / total_ : 0);
   if (!loss_.empty())
-    line += fmt::format(" loss {:.4f}", loss_.value());
+    line += fmt::format(" loss {:.4f} acc {:.2f}%", loss_.value(),
+                        100 * trainAccuracy_.value());
   if (accuracy_)
     line += fmt::format(" val {:.2f}%", 100 * *accuracy_);
   line += fmt::format(" lr {:.2e}", lr_);
@@ -84,12 +85,15 @@ void Progress::draw() {
   std::fflush(out_);
 }
 
-void Progress::step(int64_t step, double loss, double lr, double seconds) {
+void Progress::step(int64_t step, double loss, double accuracy, double lr,
+                    double seconds) {
   current_ = step;
   lr_ = lr;
   trainSeconds_ += seconds;
-  if (std::isfinite(loss))
+  if (std::isfinite(loss)) {
     loss_.add(loss);
+    trainAccuracy_.add(accuracy);
+  }
   auto now = std::chrono::steady_clock::now();
   if (terminal_) {
     // A terminal redraw costs little, but ten a second is plenty.

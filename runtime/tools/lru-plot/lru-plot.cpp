@@ -4,8 +4,8 @@
 //
 // Two panels side by side: the loss against the step (training loss as a
 // solid line, averaged over buckets when a run has many steps; validation
-// loss dashed) and the accuracy (validation as a line with dots, test as a
-// diamond). One colour per run, named in the legend by its folder. Plain
+// loss dashed) and the accuracy (validation as a line with dots, training
+// batches' accuracy dotted and bucket-averaged, test as a diamond). One colour per run, named in the legend by its folder. Plain
 // SVG text, no dependency; any browser or image viewer shows it.
 //
 //===----------------------------------------------------------------------===//
@@ -41,7 +41,8 @@ struct Point {
 
 struct Run {
   std::string name;
-  std::vector<Point> trainLoss, valLoss, valAccuracy, testAccuracy;
+  std::vector<Point> trainLoss, trainAccuracy, valLoss, valAccuracy,
+      testAccuracy;
 };
 
 std::string escapeXml(const std::string &text) {
@@ -212,9 +213,11 @@ int plotMain(int argc, char **argv) {
     run.name = runName(positional[i]);
     for (const MetricsEntry &e : readMetrics(positional[i])) {
       double x = double(e.step);
-      if (e.split.empty())
+      if (e.split.empty()) {
         run.trainLoss.push_back({x, e.loss});
-      else if (e.split == "val") {
+        if (e.accuracy >= 0) // files from before train lines had it
+          run.trainAccuracy.push_back({x, 100 * e.accuracy});
+      } else if (e.split == "val") {
         run.valLoss.push_back({x, e.loss});
         run.valAccuracy.push_back({x, 100 * e.accuracy});
       } else if (e.split == "test") {
@@ -222,6 +225,7 @@ int plotMain(int argc, char **argv) {
       }
     }
     run.trainLoss = bucketMeans(run.trainLoss, kMaxPoints);
+    run.trainAccuracy = bucketMeans(run.trainAccuracy, kMaxPoints);
     runs.push_back(std::move(run));
   }
 
@@ -234,11 +238,12 @@ int plotMain(int argc, char **argv) {
   double xMin = std::numeric_limits<double>::infinity(), xMax = -xMin;
   double lossMin = xMin, lossMax = -xMin, accMin = xMin, accMax = -xMin;
   for (const Run &r : runs) {
-    for (auto *points : {&r.trainLoss, &r.valLoss, &r.valAccuracy,
-                         &r.testAccuracy})
+    for (auto *points : {&r.trainLoss, &r.trainAccuracy, &r.valLoss,
+                         &r.valAccuracy, &r.testAccuracy})
       range(*points, xMin, xMax, true);
     range(r.trainLoss, lossMin, lossMax, false);
     range(r.valLoss, lossMin, lossMax, false);
+    range(r.trainAccuracy, accMin, accMax, false);
     range(r.valAccuracy, accMin, accMax, false);
     range(r.testAccuracy, accMin, accMax, false);
   }
@@ -282,6 +287,8 @@ int plotMain(int argc, char **argv) {
     const char *colour = kColours[i % std::size(kColours)];
     svg += polyline(loss, r.trainLoss, colour, "");
     svg += polyline(loss, r.valLoss, colour, " stroke-dasharray=\"6,4\"");
+    svg += polyline(acc, r.trainAccuracy, colour,
+                    " stroke-dasharray=\"2,3\"");
     svg += polyline(acc, r.valAccuracy, colour, "");
     for (const Point &p : r.valAccuracy)
       if (std::isfinite(p.y))
@@ -315,8 +322,8 @@ int plotMain(int argc, char **argv) {
   }
   svg += fmt::format(
       "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333\">solid: training loss, "
-      "validation accuracy; dashed: validation loss; diamond: test accuracy "
-      "(best validation checkpoint)</text>\n</svg>\n",
+      "validation accuracy; dashed: validation loss; dotted: training "
+      "accuracy; diamond: test accuracy (best validation checkpoint)</text>\n</svg>\n",
       kMarginLeft, y + 4);
   writeFileAtomically(output, svg);
   std::printf("%s: wrote %s (%zu run%s)\n", kTool, output.string().c_str(),

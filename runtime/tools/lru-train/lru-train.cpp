@@ -455,6 +455,8 @@ public:
     std::vector<size_t> order;
     int64_t orderEpoch = -1;
     data::Batch batch;
+    OutputBuffers outputs(manifest_);
+    const int64_t classes = manifest_.outputs[1].shape.back();
     while (current_.step < s.totalSteps) {
       const int64_t step = current_.step + 1;
       const int64_t epoch = epochOf(step);
@@ -469,14 +471,19 @@ public:
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
 
       auto before = std::chrono::steady_clock::now();
-      float loss = library_.trainStep(
-          s.batch, current_.params.data(), current_.adamM.data(),
-          current_.adamV.data(), current_.state.data(), float(lr), step,
-          inputs.data(), dropoutKey);
+      library_.trainStep(s.batch, current_.params.data(),
+                         current_.adamM.data(), current_.adamV.data(),
+                         current_.state.data(), float(lr), step,
+                         inputs.data(), dropoutKey, outputs.resize(s.batch));
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - before)
                            .count();
-      metrics.train(step, epoch, lr, loss, elapsed());
+      const float loss = outputs.loss();
+      const double accuracy =
+          double(countCorrect(outputs.predictions(), classes,
+                              batch.labels.data(), s.batch)) /
+          double(s.batch);
+      metrics.train(step, epoch, lr, loss, accuracy, elapsed());
       if (!std::isfinite(loss)) {
         // The parameters are already updated with the bad gradient: nothing
         // is saved, last.safetensors stays the last good state.
@@ -495,7 +502,7 @@ public:
         return kExitNonFinite;
       }
       current_.step = step;
-      progress.step(step, loss, lr, seconds);
+      progress.step(step, loss, accuracy, lr, seconds);
 
       bool saved = false;
       if (step % s.evalEvery == 0 || step == s.totalSteps) {

@@ -41,7 +41,8 @@ struct AdamWConfig {
 /// arguments (params..., adam_m..., adam_v..., state..., lr, step,
 /// forward's arguments...), each tagged `lru.param`/`lru.adam_m`/
 /// `lru.adam_v`/`lru.state` with the parameter's name, `lr` and `step`
-/// (1-based, f32) tagged `lru.input`; results (loss, params'..., m'...,
+/// (1-based, f32) tagged `lru.input`; results (forward's outputs before the
+/// update: the loss, then the predictions...; then params'..., m'...,
 /// v'..., state'...). One AdamW step with optional global-norm clipping;
 /// the recurrent group at lr * factor without weight decay.
 mlir::FailureOr<mlir::func::FuncOp>

@@ -37,6 +37,30 @@ size_t outputElements(const TensorInfo &output, int64_t batch);
 /// wins, and all-NaN gives -1 (counted as wrong).
 int64_t argmax(const float *values, int64_t count);
 
+/// How many of `count` rows of `predictions` (`classes` values each) have
+/// their argmax at the row's label.
+int64_t countCorrect(const float *predictions, int64_t classes,
+                     const int32_t *labels, int64_t count);
+
+/// Buffers for a model's outputs (the loss, then the predictions) at one
+/// batch size, as forward and train_step write them.
+class OutputBuffers {
+public:
+  explicit OutputBuffers(const Manifest &manifest)
+      : manifest_(&manifest), values_(manifest.outputs.size()),
+        pointers_(values_.size()) {}
+
+  /// Sizes the buffers for `batch` examples; the pointers to pass.
+  float *const *resize(int64_t batch);
+  float loss() const { return values_[0][0]; }
+  const float *predictions() const { return values_[1].data(); }
+
+private:
+  const Manifest *manifest_;
+  std::vector<std::vector<float>> values_;
+  std::vector<float *> pointers_;
+};
+
 struct EvalResult {
   double loss = 0;     ///< mean over examples
   double accuracy = 0; ///< fraction whose argmax prediction is the label

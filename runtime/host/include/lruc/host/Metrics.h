@@ -2,11 +2,13 @@
 //
 // OUT/metrics.jsonl holds one JSON object a line (docs/trainer.md):
 //
-//   {"step": 10, "epoch": 0, "lr": 4.0e-4, "loss": 1.93, "time": 3.2}
+//   {"step": 10, "epoch": 0, "lr": 4.0e-4, "loss": 1.93, "accuracy": 0.31,
+//    "time": 3.2}
 //   {"step": 250, "epoch": 0, "split": "val", "loss": 0.61,
 //    "accuracy": 0.781, "examples": 6000, "time": 80.5}
 //
-// A train line per step; an eval line (with "split") per evaluation. "time"
+// A train line per step (the batch's loss and accuracy in train mode,
+// before the step's update); an eval line (with "split") per evaluation. "time"
 // is wall-clock seconds since the run began, resumed runs included. Each
 // line is flushed when written, so a killed run loses at most its last line.
 //
@@ -33,7 +35,8 @@ public:
   MetricsLog(const MetricsLog &) = delete;
   MetricsLog &operator=(const MetricsLog &) = delete;
 
-  void train(int64_t step, int64_t epoch, double lr, double loss, double time);
+  void train(int64_t step, int64_t epoch, double lr, double loss,
+             double accuracy, double time);
   void eval(int64_t step, int64_t epoch, const std::string &split,
             double loss, double accuracy, int64_t examples, double time);
 

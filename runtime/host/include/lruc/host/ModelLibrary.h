@@ -137,11 +137,12 @@ public:
   void backward(int64_t batch, const float *params, const float *state,
                 const void *const *inputs, const int64_t dropoutKey[2],
                 float *loss, float *grads) const;
-  /// One AdamW step in place; returns the batch's loss (before the update).
-  float trainStep(int64_t batch, float *params, float *adamM, float *adamV,
-                  float *state, float lr, int64_t step,
-                  const void *const *inputs,
-                  const int64_t dropoutKey[2]) const;
+  /// One AdamW step in place; `outputs` get the batch's loss and
+  /// predictions (train mode, before the update), as forward's do.
+  void trainStep(int64_t batch, float *params, float *adamM, float *adamV,
+                 float *state, float lr, int64_t step,
+                 const void *const *inputs, const int64_t dropoutKey[2],
+                 float *const *outputs) const;
   /// Step mode; both throw HostError (with the library's reason) when the
   /// model has none.
   void stepReset(int64_t batch, float *carry) const;

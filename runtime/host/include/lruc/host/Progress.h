@@ -1,7 +1,7 @@
 //===- Progress.h - The training progress bar -------------------*- C++ -*-===//
 //
-// One line of progress on stderr: step/total, the smoothed loss, the last
-// validation accuracy, the learning rate, steps per second and the time
+// One line of progress on stderr: step/total, the smoothed loss and
+// training accuracy, the last validation accuracy, the learning rate, steps per second and the time
 // left. On a terminal the line is redrawn in place; otherwise (a log file,
 // CI) a full line is printed every `lineEvery` steps, so logs stay short.
 //
@@ -41,9 +41,10 @@ public:
   Progress(std::FILE *out, bool terminal, int64_t total, int64_t firstStep,
            int64_t lineEvery);
 
-  /// Step `step` is done: its loss, its rate and the seconds it took
-  /// (training only, so steps/s does not count evaluation).
-  void step(int64_t step, double loss, double lr, double seconds);
+  /// Step `step` is done: its batch's loss and accuracy, its rate and the
+  /// seconds it took (training only, so steps/s does not count evaluation).
+  void step(int64_t step, double loss, double accuracy, double lr,
+            double seconds);
   /// The latest validation accuracy, shown from now on.
   void setAccuracy(double accuracy) { accuracy_ = accuracy; }
   /// Prints `line` on a line of its own (above the bar on a terminal).
@@ -53,6 +54,7 @@ public:
 
   double stepsPerSecond() const;
   double smoothedLoss() const { return loss_.value(); }
+  double smoothedAccuracy() const { return trainAccuracy_.value(); }
   /// The text of the bar for the last step (without control characters).
   std::string text() const;
 
@@ -65,7 +67,7 @@ private:
   int64_t total_, first_, lineEvery_;
   int64_t current_ = 0;
   double lr_ = 0, trainSeconds_ = 0;
-  Smoothed loss_;
+  Smoothed loss_, trainAccuracy_;
   std::optional<double> accuracy_;
   std::chrono::steady_clock::time_point start_, lastDraw_;
   bool drawn_ = false;
