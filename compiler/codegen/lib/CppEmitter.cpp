@@ -228,7 +228,10 @@ public:
           "    const void *const *args, void *const *results, std::string "
           "&error) {\n";
     os << "  (void)params; (void)state;\n";
-    plan = planMemory(func);
+    FailureOr<MemoryPlan> planned = readMemoryPlan(func);
+    if (failed(planned))
+      return failure();
+    plan = std::move(*planned);
     os << "  // " << plan.slotOf.size() << " buffers in " << plan.slots.size()
        << " slots of one workspace.\n";
     os << "  const lruc::cpu::WorkspaceLease lease("
@@ -1319,6 +1322,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 
 void buildCpuPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 
 } // namespace lruc

@@ -1,7 +1,7 @@
 //===- lruc.cpp - The lruc compiler driver --------------------------------===//
 //
 //   lruc model.lru -o model.so [-D NAME=VALUE ...]
-//   lruc model.lru --emit=ast|lru|primitive|grad|cpp [-o FILE]
+//   lruc model.lru --emit=ast|lru|primitive|grad|fused|kernel|cpp [-o FILE]
 //
 // Reads a model file, checks it, and prints the requested stage. Output files
 // are written to a temporary file and renamed into place, so an interrupted
@@ -40,7 +40,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Check, AST, LRU, Primitive, Grad, Fused, Cpp };
+enum class Stage { Check, AST, LRU, Primitive, Grad, Fused, Kernel, Cpp };
 
 cl::OptionCategory lrucCategory("lruc options");
 
@@ -68,8 +68,12 @@ cl::opt<Stage> emitStage(
                           "the primitive IR plus the derived @backward "
                           "and @train_step"),
                clEnumValN(Stage::Fused, "fused",
-                          "the IR the CPU backend emits: elementwise ops "
-                          "grouped into lru.fused loops"),
+                          "the grad IR with elementwise ops grouped into "
+                          "lru.fused loops"),
+               clEnumValN(Stage::Kernel, "kernel",
+                          "the IR the CPU backend emits, a kernel per op: "
+                          "the fused IR with each stored value's workspace "
+                          "slot (lru.buffers) and the workspace layout"),
                clEnumValN(Stage::Cpp, "cpp",
                           "the C++ source of the CPU model library")),
     cl::cat(lrucCategory));
@@ -245,7 +249,8 @@ int main(int argc, char **argv) {
     return 0;
 
   bool lowered = library || emitStage == Stage::Cpp;
-  bool fused = lowered || printStats || emitStage == Stage::Fused;
+  bool planned = lowered || emitStage == Stage::Kernel;
+  bool fused = planned || printStats || emitStage == Stage::Fused;
   if (fused || emitStage == Stage::Primitive || emitStage == Stage::Grad) {
     mlir::PassManager pm(&context);
     pm.addPass(lruc::createDeriveStepPass());
@@ -254,8 +259,11 @@ int main(int argc, char **argv) {
       pm.addPass(lruc::createDeriveBackward());
       pm.addPass(lruc::createDeriveTrainStep());
     }
-    if (fused)
+    if (planned)
       lruc::buildCpuPipeline(pm);
+    else if (fused)
+      pm.addNestedPass<mlir::func::FuncOp>(
+          lruc::createFuseElementwisePass());
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

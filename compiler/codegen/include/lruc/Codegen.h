@@ -21,7 +21,8 @@
 namespace lruc {
 
 /// Adds the passes that prepare primitive IR (with @backward and
-/// @train_step) for emitCpp: elementwise fusion.
+/// @train_step) for emitCpp: elementwise fusion, then the memory plan (the
+/// kernel-level IR, `lruc --emit=kernel`).
 void buildCpuPipeline(mlir::OpPassManager &pm);
 
 /// What the emitted library does besides the C ABI.

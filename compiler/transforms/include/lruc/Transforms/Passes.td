@@ -55,4 +55,18 @@ def FuseElementwisePass
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def PlanMemoryPass : Pass<"lru-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Give every stored value a slot of one workspace (the kernel-level IR)";
+  let description = [{
+    Plans the function's buffers (lruc/MemoryPlan.h: values whose lifetimes
+    do not overlap share a slot) and writes the plan into the IR, which is
+    then what a backend emits, one kernel per top-level op: each op with
+    stored results gets `lru.buffers` (the slot of each result, -1 for one
+    that is not stored); the function gets `lru.slot_offsets` (each slot's
+    byte offset in the workspace as pairs: bytes per example, fixed bytes)
+    and `lru.workspace` (its size, the same pair). `lruc --emit=kernel`
+    prints it.
+  }];
+}
+
 #endif // LRUC_TRANSFORMS_PASSES_TD

@@ -4,7 +4,9 @@
 // other than parameters, which point into the caller's blocks) gets a slot
 // of one workspace. Values whose lifetimes do not overlap share a slot. The
 // only dynamic dim is the leading batch dim, so each size is
-// `perExample * B + fixed` bytes; slots are 64-byte aligned.
+// `perExample * B + fixed` bytes; slots are 64-byte aligned. The
+// -lru-plan-memory pass writes the plan into the IR (the kernel-level IR
+// that backends emit); readMemoryPlan reads it back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,11 @@ struct MemoryPlan {
 /// use. Results are placed before an op's operands are freed, so no op
 /// writes a buffer it reads.
 MemoryPlan planMemory(mlir::func::FuncOp func);
+
+/// The plan that -lru-plan-memory wrote into `func` (slotOf, offsets and
+/// total; not the slots' capacities or `unplanned`); an error on `func` or
+/// the op when the IR has none or an incomplete one.
+mlir::FailureOr<MemoryPlan> readMemoryPlan(mlir::func::FuncOp func);
 
 /// Whether `v` needs a buffer of its own (parameters do not).
 bool isStored(mlir::Value v);

@@ -1,9 +1,11 @@
 //===- MemoryPlan.cpp - Buffers of a function, reused by lifetime ---------===//
 
 #include "lruc/MemoryPlan.h"
+#include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -13,6 +15,10 @@
 using namespace mlir;
 
 namespace lruc {
+
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "lruc/Transforms/Passes.h.inc"
+
 namespace {
 
 constexpr int64_t kAlignment = 64;
@@ -126,6 +132,66 @@ MemoryPlan planMemory(func::FuncOp func) {
     plan.offsets.push_back(plan.total);
     plan.total.perExample += slot.perExample;
     plan.total.fixed += slot.fixed;
+  }
+  return plan;
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kBuffersAttr = "lru.buffers";
+constexpr llvm::StringLiteral kSlotOffsetsAttr = "lru.slot_offsets";
+constexpr llvm::StringLiteral kWorkspaceAttr = "lru.workspace";
+
+struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MemoryPlan plan = planMemory(func);
+    Builder builder(func.getContext());
+    for (Operation &op : func.getBody().front()) {
+      SmallVector<int64_t> slots;
+      bool stored = false;
+      for (Value result : op.getResults()) {
+        auto it = plan.slotOf.find(result);
+        stored |= it != plan.slotOf.end();
+        slots.push_back(it != plan.slotOf.end() ? int64_t(it->second) : -1);
+      }
+      if (stored)
+        op.setAttr(kBuffersAttr, builder.getDenseI64ArrayAttr(slots));
+    }
+    SmallVector<int64_t> offsets;
+    for (ByteSize offset : plan.offsets)
+      offsets.append({offset.perExample, offset.fixed});
+    func->setAttr(kSlotOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
+    func->setAttr(kWorkspaceAttr,
+                  builder.getDenseI64ArrayAttr(
+                      {plan.total.perExample, plan.total.fixed}));
+  }
+};
+
+} // namespace
+
+FailureOr<MemoryPlan> readMemoryPlan(func::FuncOp func) {
+  auto offsets = func->getAttrOfType<DenseI64ArrayAttr>(kSlotOffsetsAttr);
+  auto workspace = func->getAttrOfType<DenseI64ArrayAttr>(kWorkspaceAttr);
+  if (!offsets || !workspace || offsets.size() % 2 != 0 ||
+      workspace.size() != 2)
+    return func.emitError("has no memory plan (run -lru-plan-memory)");
+  MemoryPlan plan;
+  for (int64_t i = 0; i < offsets.size(); i += 2)
+    plan.offsets.push_back({offsets[i], offsets[i + 1]});
+  plan.total = {workspace[0], workspace[1]};
+  for (Operation &op : func.getBody().front()) {
+    auto slots = op.getAttrOfType<DenseI64ArrayAttr>(kBuffersAttr);
+    for (OpResult result : op.getResults()) {
+      if (!isStored(result))
+        continue;
+      int64_t slot = slots && slots.size() == int64_t(op.getNumResults())
+                         ? slots[result.getResultNumber()]
+                         : -1;
+      if (slot < 0 || slot >= int64_t(plan.offsets.size()))
+        return op.emitError("has a stored result without a planned buffer");
+      plan.slotOf[result] = unsigned(slot);
+    }
   }
   return plan;
 }
