@@ -327,14 +327,23 @@ struct RecurrencePattern : ModePattern<RecurrenceOp> {
     Value magnitude = b.neg(b.exp(op.getNuLog()));
     Value phase = b.exp(op.getThetaLog());
     Value lambda = b.exp(b.complex(magnitude, phase));
-    // Scale the [N, H] matrices by gamma rather than B u (cheaper).
+    // gamma scales the [N, H] matrices when B u has more rows than B
+    // (a sequence), and B u itself in step mode (one row per sequence:
+    // scaling B would cost N x H per token).
     Value bRe = op.getBRe(), bIm = op.getBIm();
-    if (Value gammaLog = op.getGammaLog()) {
-      Value gamma = b.broadcast(b.exp(gammaLog), bRe, {0});
-      bRe = b.mul(bRe, gamma);
-      bIm = b.mul(bIm, gamma);
+    Value gamma = op.getGammaLog() ? b.exp(op.getGammaLog()) : Value();
+    if (gamma && !stepping()) {
+      Value rows = b.broadcast(gamma, bRe, {0});
+      bRe = b.mul(bRe, rows);
+      bIm = b.mul(bIm, rows);
     }
-    Value input = projectInput(b, u, bRe, bIm);
+    Value re = b.matmulNT(u, bRe), im = b.matmulNT(u, bIm);
+    if (gamma && stepping()) {
+      Value columns = b.broadcastLast(gamma, re);
+      re = b.mul(re, columns);
+      im = b.mul(im, columns);
+    }
+    Value input = b.complex(re, im);
     Value x = b.scan(lambda, input, lengths, /*reverse=*/false);
     if (stepping())
       carryScan(x, carryName(op.getNuLog(), "state"));

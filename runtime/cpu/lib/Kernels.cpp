@@ -337,7 +337,11 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
   int64_t block = (width + splits - 1) / splits;
   block = std::min(kMaxBlock, (block + 15) / 16 * 16);
   int64_t blocks = (width + block - 1) / block;
-  parallelFor(batch * blocks, 1, [&](int64_t begin, int64_t end) {
+  // Parts of at least ~16K elements: one step of a few sequences (step
+  // mode) is cheaper to scan than to hand to another thread.
+  int64_t grain =
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, steps * block));
+  parallelFor(batch * blocks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
       int64_t s = unit / blocks, n0 = unit % blocks * block;
       int64_t nb = std::min(block, width - n0);
