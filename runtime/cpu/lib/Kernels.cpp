@@ -328,12 +328,12 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
   // the time loop; each step reads and writes the block's contiguous values
   // of b and x, so that b and x stream through memory in order (a narrow
   // block strides through them and leaves the prefetcher behind). Blocks
-  // of whole rows, unless there are fewer sequences than threads: then the
-  // channels are split too, so that every thread has a part.
+  // of whole rows up to kMaxBlock channels, even when there are fewer
+  // sequences than threads: two threads on halves of each row ran at a
+  // third of one thread's rate (bench/cpu/BenchScan.cpp, Path-X's batch 1).
   constexpr int64_t kMaxBlock = 512;
-  int64_t splits = std::max<int64_t>(
-      (width + kMaxBlock - 1) / kMaxBlock,
-      batch >= threadCount() ? 1 : (threadCount() + batch - 1) / batch);
+  constexpr int64_t kScanPrefetchSteps = 16, kCacheLine = 64;
+  int64_t splits = (width + kMaxBlock - 1) / kMaxBlock;
   int64_t block = (width + splits - 1) / splits;
   block = std::min(kMaxBlock, (block + 15) / 16 * 16);
   int64_t blocks = (width + block - 1) / block;
@@ -359,6 +359,15 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
       for (int64_t k = 0; k < length; ++k) {
         int64_t t = reverse ? length - 1 - k : k;
         int64_t i = base + t * width + n0;
+        // The hardware prefetcher follows ascending streams but not this
+        // one going down a step at a time: fetch a few steps ahead.
+        if (reverse && k + kScanPrefetchSteps < length) {
+          int64_t ahead = i - kScanPrefetchSteps * width;
+          for (int64_t j = 0; j < nb; j += kCacheLine / int64_t(sizeof(T))) {
+            __builtin_prefetch(b + ahead + j, 0);
+            __builtin_prefetch(x + ahead + j, 1);
+          }
+        }
         const T *l = lambdaPerStep ? lambda + i : lambda + n0;
         for (int64_t j = 0; j < nb; ++j) {
           state[j] = mulAdd(l[j], state[j], b[i + j]);
