@@ -1320,8 +1320,10 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
   return success();
 }
 
-void buildCpuPipeline(OpPassManager &pm) {
+void buildCpuPipeline(OpPassManager &pm, bool recompute) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  if (recompute)
+    pm.addNestedPass<func::FuncOp>(createRecomputePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

@@ -78,6 +78,13 @@ cl::opt<Stage> emitStage(
                           "the C++ source of the CPU model library")),
     cl::cat(lrucCategory));
 
+cl::opt<bool> recompute(
+    "recompute",
+    cl::desc("Recompute elementwise values in the backward pass instead of "
+             "keeping them from the forward pass (-lru-recompute): a smaller "
+             "workspace for a little more work"),
+    cl::cat(lrucCategory));
+
 cl::opt<bool> profile(
     "profile",
     cl::desc("Build a library that times every op it runs and exports "
@@ -259,8 +266,8 @@ int main(int argc, char **argv) {
       pm.addPass(lruc::createDeriveBackward());
       pm.addPass(lruc::createDeriveTrainStep());
     }
-    if (planned)
-      lruc::buildCpuPipeline(pm);
+    if (planned || (printStats && recompute))
+      lruc::buildCpuPipeline(pm, recompute);
     else if (fused)
       pm.addNestedPass<mlir::func::FuncOp>(
           lruc::createFuseElementwisePass());
