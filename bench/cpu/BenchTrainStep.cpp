@@ -61,6 +61,7 @@ std::string kindOf(const std::string &op) {
       {"lru.matmul", "matmul (GEMM)"},
       {"lru.scan", "scan"},
       {"lru.fused", "fused elementwise"},
+      {"lru.fused+scan", "scan (fused with its neighbours)"},
       {"lru.dropout_mask", "dropout masks"},
       {"lru.reduce_sum", "reductions"},
       {"lru.broadcast", "broadcasts"},

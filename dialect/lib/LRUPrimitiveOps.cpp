@@ -323,16 +323,34 @@ LogicalResult FusedOp::verify() {
       shape = tensor.getShape();
     return tensor.getShape() == *shape;
   };
-  // Inputs that only contiguous broadcasts read may have any shape.
+  // Inputs that only contiguous broadcasts read, or a scan as its lambda,
+  // init or lengths, may have any shape.
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs())) {
     bool broadcastOnly = !arg.use_empty() &&
         llvm::all_of(arg.getUses(), [](OpOperand &use) {
+          if (auto scan = dyn_cast<ScanOp>(use.getOwner()))
+            return use.get() != scan.getB();
           auto broadcast = dyn_cast<BroadcastOp>(use.getOwner());
           return broadcast && use.getOperandNumber() == 0;
         });
     if (!broadcastOnly && !sameShape(input.getType()))
       return emitOpError("expects inputs and results of one shape (but for "
                          "inputs that only lru.broadcast reads)");
+  }
+  // At most one scan: the loop runs along its time dim; what it reads
+  // besides b comes from outside the group.
+  unsigned scans = 0;
+  for (auto scan : body.getOps<ScanOp>()) {
+    if (++scans > 1)
+      return scan.emitOpError("is the second scan of an lru.fused group");
+    // lambda may be computed in the group when it varies per step (the
+    // group's shape); init, lengths and a constant lambda come from outside.
+    for (Value operand : scan->getOperands())
+      if (operand != scan.getB() && !isa<BlockArgument>(operand) &&
+          !(operand == scan.getLambda() && sameShape(operand.getType())))
+        return scan.emitOpError("in an lru.fused group reads its init, "
+                                "lengths and constant lambda from the "
+                                "group's inputs");
   }
   for (Type type : getResultTypes())
     if (!sameShape(type))
@@ -345,7 +363,8 @@ LogicalResult FusedOp::verify() {
     if (broadcast && !broadcast.isContiguous())
       return op.emitOpError("in an lru.fused group must broadcast to "
                             "consecutive dims");
-    if (!splat && !broadcast && !op.hasTrait<OpTrait::Elementwise>())
+    if (!splat && !broadcast && !isa<ScanOp>(op) &&
+        !op.hasTrait<OpTrait::Elementwise>())
       return op.emitOpError("is not elementwise: it cannot be in an lru.fused "
                             "group");
     if (splat)

@@ -92,6 +92,10 @@ RankedTensorType tensorType(Value v) {
 }
 
 /// The C++ element type of a tensor type, or "" if it has none here.
+bool isComplex(Type type) {
+  return isa<ComplexType>(cast<ShapedType>(type).getElementType());
+}
+
 std::string elementType(Type type) {
   Type e = cast<ShapedType>(type).getElementType();
   if (e.isF32())
@@ -260,8 +264,12 @@ public:
       if (timed) {
         os << "  profileAdd(" << profiled.size() << ", " << start << ", "
            << bytesMoved(&op) << ", " << flopsOf(&op) << ");\n";
-        profiled.push_back({func.getSymName().str(),
-                            op.getName().getStringRef().str(),
+        // A group that holds a scan is timed as a scan: its own kind.
+        std::string name = op.getName().getStringRef().str();
+        if (auto fused = dyn_cast<lru::FusedOp>(op);
+            fused && !fused.getBody().getOps<lru::ScanOp>().empty())
+          name += "+scan";
+        profiled.push_back({func.getSymName().str(), name,
                             describeLocation(op.getLoc())});
       }
     }
@@ -392,11 +400,30 @@ private:
     bool nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
     std::string last = nested ? dimExpr(shape.back()) : "";
     std::string rows = nested ? productExpr(shape.drop_back()) : "";
-    os << "  lruc::cpu::parallelFor("
-       << (nested ? rows : count(op.getResult(0))) << ", "
-       << (nested ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
-                  : "16384")
-       << ", [&](int64_t begin, int64_t end) {\n    " << kernel
+    // A group with a scan runs along the scan's time dim, one sequence a
+    // part ([B, L, N], L and N static: the fusion pass checks).
+    lru::ScanOp scan;
+    for (auto s : body.getOps<lru::ScanOp>())
+      scan = s;
+    std::string steps, lengths;
+    if (scan) {
+      steps = dimExpr(shape[1]);
+      if (Value l = scan.getLengths()) {
+        lengths = pointers.lookup(l);
+        Value outside = op.getInputs()[cast<BlockArgument>(l).getArgNumber()];
+        checked("lruc::cpu::checkLengths(" + get(outside) + ", B, " + steps +
+                ", error)");
+      }
+      os << "  lruc::cpu::parallelFor(B, "
+         << std::max<int64_t>(1, 16384 / (shape[1] * shape[2]));
+    } else {
+      os << "  lruc::cpu::parallelFor("
+         << (nested ? rows : count(op.getResult(0))) << ", "
+         << (nested
+                 ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
+                 : "16384");
+    }
+    os << ", [&](int64_t begin, int64_t end) {\n    " << kernel
        << "(B, begin, end";
     for (const std::string &a : args)
       os << ", " << a;
@@ -416,12 +443,48 @@ private:
         << " = " << splatLiteral(constant) << ";\n";
       scalars[constant.getResult()] = name;
     }
-    if (nested)
+    std::string state;
+    if (scan) {
+      // The state of each channel stays in a local array across the time
+      // loop; padded steps (t >= length) leave it alone and output 0, and a
+      // reverse scan takes the real steps from the last one down.
+      // A complex state is kept as two float arrays: GCC vectorises
+      // neither a loop that stores std::complex elements nor one over an
+      // array of them.
+      state = "state" + std::to_string(counter++);
+      Value init = scan.getInit();
+      std::string initValue =
+          init ? pointers.lookup(init) + "[s * " + last + " + j]" : "0.0f";
+      k << "  for (int64_t s = begin; s < end; ++s) {\n"
+        << "   const int64_t length = "
+        << (lengths.empty() ? steps : lengths + "[s]") << ";\n";
+      if (isComplex(scan.getType()))
+        k << "   float " << state << "re[" << last << "], " << state << "im["
+          << last << "];\n"
+          << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+          << "    " << state << "re[j] = std::real(" << initValue << ");\n"
+          << "    " << state << "im[j] = std::imag(" << initValue << ");\n"
+          << "   }\n";
+      else
+        k << "   float " << state << "[" << last << "];\n"
+          << "   for (int64_t j = 0; j < " << last << "; ++j)\n"
+          << "    " << state << "[j] = " << initValue << ";\n";
+      k
+        << "   for (int64_t k = 0; k < " << steps << "; ++k) {\n"
+        << "    const int64_t t = "
+        << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
+        << ";\n"
+        << "    const bool real = t < length;\n"
+        << "    const int64_t o = s * " << steps << " + t;\n"
+        << "    for (int64_t j = 0; j < " << last << "; ++j) {\n"
+        << "    const int64_t i = o * " << last << " + j;\n";
+    } else if (nested) {
       k << "  for (int64_t o = begin; o < end; ++o) {\n"
         << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
-    else
+    } else {
       k << "  for (int64_t i = begin; i < end; ++i) {\n";
+    }
     for (Operation &inner : body.without_terminator()) {
       if (isa<arith::ConstantOp>(inner))
         continue;
@@ -447,6 +510,42 @@ private:
         scalars[broadcast.getResult()] = name;
         continue;
       }
+      if (scan && &inner == scan.getOperation()) {
+        Value lambda = scan.getLambda();
+        std::string l = tensorType(lambda).getRank() == 3
+                            ? scalars.lookup(lambda)
+                            : pointers.lookup(lambda) + "[j]";
+        std::string name = "t" + std::to_string(counter++);
+        std::string b = scalars.lookup(scan.getB());
+        if (isComplex(scan.getType())) {
+          // x = lambda * x + b on the parts.
+          std::string lv = name + "l", bv = name + "b", re = name + "re",
+                      im = name + "im";
+          std::string sr = state + "re[j]", si = state + "im[j]";
+          k << "    const cfloat " << lv << " = " << l << ", " << bv << " = "
+            << b << ";\n"
+            << "    const float " << re << " = " << lv << ".real() * " << sr
+            << " - " << lv << ".imag() * " << si << " + " << bv
+            << ".real();\n"
+            << "    const float " << im << " = " << lv << ".real() * " << si
+            << " + " << lv << ".imag() * " << sr << " + " << bv
+            << ".imag();\n"
+            << "    " << sr << " = real ? " << re << " : " << sr << ";\n"
+            << "    " << si << " = real ? " << im << " : " << si << ";\n"
+            << "    const cfloat " << name << " = real ? cfloat(" << re
+            << ", " << im << ") : cfloat(0);\n";
+        } else {
+          std::string next = name + "next";
+          k << "    const float " << next << " = " << l << " * " << state
+            << "[j] + " << b << ";\n"
+            << "    " << state << "[j] = real ? " << next << " : " << state
+            << "[j];\n"
+            << "    const float " << name << " = real ? " << next
+            << " : 0.0f;\n";
+        }
+        scalars[scan.getResult()] = name;
+        continue;
+      }
       std::optional<std::string> expr = scalarTemplate(&inner);
       if (!expr)
         return inner.emitOpError("has no CPU code generation");
@@ -461,7 +560,9 @@ private:
     auto yield = cast<lru::YieldOp>(body.getTerminator());
     for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
       k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
-    k << (nested ? "   }\n  }\n}\n\n" : "  }\n}\n\n");
+    k << (scan ? "    }\n   }\n  }\n}\n\n"
+               : nested ? "   }\n  }\n}\n\n"
+                        : "  }\n}\n\n");
     return success();
   }
 

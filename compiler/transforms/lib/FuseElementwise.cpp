@@ -6,7 +6,9 @@
 // member that reads a group of another shape, closes that group. A closed group is built at the place of
 // its last member: its inputs are defined before its members, and nothing
 // between its first and last member reads its values, so that place
-// dominates every outside use.
+// dominates every outside use. A later op of the group's shape that reads
+// it may still join when everything it reads is ready at that place. A
+// scan joins like an elementwise op, one scan a group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,11 +33,24 @@ using namespace mlir;
 
 namespace {
 
-/// A single-result elementwise op on a ranked tensor, or a broadcast that a
-/// loop over its result can read directly (lru::BroadcastOp::isContiguous).
+/// A scan over [B, L, N] with static L and N: a group with it runs along
+/// time, its producers and consumers computed at each step.
+bool isFusibleScan(Operation *op) {
+  auto scan = dyn_cast<lru::ScanOp>(op);
+  if (!scan)
+    return false;
+  auto type = cast<RankedTensorType>(scan.getType());
+  return type.getRank() == 3 && !type.isDynamicDim(1) && !type.isDynamicDim(2);
+}
+
+/// A single-result elementwise op on a ranked tensor, a broadcast that a
+/// loop over its result can read directly (lru::BroadcastOp::isContiguous),
+/// or a fusible scan.
 bool isFusible(Operation *op) {
   if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
     return broadcast.isContiguous();
+  if (isFusibleScan(op))
+    return true;
   return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
          isa<RankedTensorType>(op->getResult(0).getType());
 }
@@ -50,8 +65,10 @@ bool isSplatConstant(Value v) {
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
-/// Replaces the ops of `group` (in op order, at least two) by one lru.fused.
-void buildGroup(ArrayRef<Operation *> group) {
+/// Replaces the ops of `group` (in op order, at least two) by one lru.fused
+/// placed at `anchor`, a member that every member's outside operands
+/// dominate.
+void buildGroup(ArrayRef<Operation *> group, Operation *anchor) {
   llvm::SmallPtrSet<Operation *, 16> members(group.begin(), group.end());
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
@@ -72,7 +89,7 @@ void buildGroup(ArrayRef<Operation *> group) {
       outputs.push_back(result);
   }
 
-  Operation *last = group.back();
+  Operation *last = anchor;
   OpBuilder builder(last);
   SmallVector<Type> outputTypes;
   for (Value v : outputs)
@@ -104,18 +121,61 @@ void buildGroup(ArrayRef<Operation *> group) {
       constant->erase();
 }
 
-/// The groups of `block`, each in op order.
-std::vector<SmallVector<Operation *>> formGroups(Block &block) {
-  std::vector<SmallVector<Operation *>> closed;
+struct Group {
+  SmallVector<Operation *> members; ///< in op order
+  Operation *anchor;                ///< where the group is built
+};
+
+/// The groups of `block`.
+std::vector<Group> formGroups(Block &block) {
+  std::vector<Group> closed;
   // Open groups by shape, and which open group defines each value.
   llvm::MapVector<ArrayRef<int64_t>, SmallVector<Operation *>> open;
   DenseMap<Value, ArrayRef<int64_t>> openValues;
+  // Which closed group defines each value: a later op of its shape that
+  // reads it may still join it (built at its anchor, so every operand of
+  // the op must be available there), e.g. lru.im of a scan after a matmul
+  // read the group's lru.re.
+  DenseMap<Value, size_t> closedValues;
   auto close = [&](ArrayRef<int64_t> shape) {
     auto it = open.find(shape);
-    for (Operation *op : it->second)
+    for (Operation *op : it->second) {
       openValues.erase(op->getResult(0));
-    closed.push_back(std::move(it->second));
+      closedValues[op->getResult(0)] = closed.size();
+    }
+    Operation *anchor = it->second.back();
+    closed.push_back({std::move(it->second), anchor});
     open.erase(it);
+  };
+  auto availableAt = [&](Value v, size_t group) {
+    Operation *anchor = closed[group].anchor;
+    if (isa<BlockArgument>(v) || isSplatConstant(v))
+      return true;
+    if (auto it = closedValues.find(v); it != closedValues.end())
+      return it->second == group ||
+             closed[it->second].anchor->isBeforeInBlock(anchor);
+    if (openValues.count(v))
+      return false; // built later, at a place not known yet
+    return v.getDefiningOp()->isBeforeInBlock(anchor);
+  };
+  // The closed group of op's shape that op reads and can join, if any.
+  auto joinable = [&](Operation &op) -> std::optional<size_t> {
+    if (isa<lru::ScanOp>(op))
+      return std::nullopt;
+    for (Value operand : op.getOperands())
+      if (openValues.count(operand) && openValues[operand] == shapeOf(&op))
+        return std::nullopt; // its open group is the better home
+    for (Value operand : op.getOperands()) {
+      auto it = closedValues.find(operand);
+      if (it == closedValues.end() ||
+          shapeOf(closed[it->second].members.front()) != shapeOf(&op))
+        continue;
+      size_t group = it->second;
+      if (llvm::all_of(op.getOperands(),
+                       [&](Value v) { return availableAt(v, group); }))
+        return group;
+    }
+    return std::nullopt;
   };
   for (Operation &op : block) {
     bool fusible = isFusible(&op);
@@ -131,6 +191,23 @@ std::vector<SmallVector<Operation *>> formGroups(Block &block) {
     for (ArrayRef<int64_t> shape : readShapes)
       if (open.count(shape))
         close(shape);
+    if (fusible)
+      if (std::optional<size_t> group = joinable(op)) {
+        closed[*group].members.push_back(&op);
+        closedValues[op.getResult(0)] = *group;
+        continue;
+      }
+    // One scan a group: a second one starts a group of its own. Its init
+    // and lengths (and a constant lambda) come from outside the group.
+    if (auto scan = dyn_cast<lru::ScanOp>(&op); scan && fusible) {
+      auto it = open.find(shapeOf(&op));
+      if (it != open.end() &&
+          (llvm::any_of(it->second,
+                        [](Operation *m) { return isa<lru::ScanOp>(m); }) ||
+           openValues.count(scan.getInit()) ||
+           openValues.count(scan.getLengths())))
+        close(shapeOf(&op));
+    }
     if (fusible) {
       open[shapeOf(&op)].push_back(&op);
       openValues[op.getResult(0)] = shapeOf(&op);
@@ -145,9 +222,9 @@ struct FuseElementwisePass
     : public lruc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody())
-      for (const SmallVector<Operation *> &group : formGroups(block))
-        if (group.size() > 1)
-          buildGroup(group);
+      for (const Group &group : formGroups(block))
+        if (group.members.size() > 1)
+          buildGroup(group.members, group.anchor);
   }
 };
 

@@ -331,7 +331,10 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     tensors of the inputs' shape, and `lru.yield` names the values used
     outside the group. It means what the body means inlined; a backend runs
     it as a single loop over the elements, with the intermediate values in
-    registers instead of memory.
+    registers instead of memory. A group may hold one `lru.scan` (its
+    lambda, init and lengths are inputs of the group): then the loop runs
+    along the scan's time dim, the scan's producers and consumers computed
+    at each step.
 
     ```mlir
     %y = lru.fused (%a, %b) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
@@ -342,7 +345,8 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     }
     ```
   }];
-  let arguments = (ins Variadic<LRU_AnyTensor>:$inputs);
+  // i32 inputs: a scan's lengths.
+  let arguments = (ins Variadic<AnyTypeOf<[LRU_AnyTensor, LRU_I32Tensor]>>:$inputs);
   let results = (outs Variadic<LRU_AnyTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

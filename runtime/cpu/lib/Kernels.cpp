@@ -56,19 +56,6 @@ std::string outsideMessage(const char *name, int64_t i, int64_t value,
          std::to_string(limit) + (open ? ")" : "]");
 }
 
-/// Whether every length is within [0, steps]; null lengths are.
-bool checkLengths(const int32_t *lengths, int64_t batch, int64_t steps,
-                  std::string &error) {
-  if (!lengths)
-    return true;
-  for (int64_t b = 0; b < batch; ++b)
-    if (lengths[b] < 0 || lengths[b] > steps) {
-      error = outsideMessage("lengths", b, lengths[b], steps, false);
-      return false;
-    }
-  return true;
-}
-
 /// Whether every entry of `values` [count] is within [0, limit).
 bool checkIndices(const char *name, const int32_t *values, int64_t count,
                   int64_t limit, std::string &error) {
@@ -107,6 +94,18 @@ inline cfloat mulAdd(cfloat a, cfloat s, cfloat b) {
 }
 
 } // namespace
+
+bool checkLengths(const int32_t *lengths, int64_t batch, int64_t steps,
+                  std::string &error) {
+  if (!lengths)
+    return true;
+  for (int64_t b = 0; b < batch; ++b)
+    if (lengths[b] < 0 || lengths[b] > steps) {
+      error = outsideMessage("lengths", b, lengths[b], steps, false);
+      return false;
+    }
+  return true;
+}
 
 //===----------------------------------------------------------------------===//
 // Shapes

@@ -44,3 +44,16 @@ func.func @yield_types(%a: tensor<3xf32>) -> tensor<3xf32> {
   }
   return %r : tensor<3xf32>
 }
+
+// -----
+
+func.func @two_scans(%l: tensor<4xcomplex<f32>>, %b: tensor<2x3x4xcomplex<f32>>) -> tensor<2x3x4xcomplex<f32>> {
+  %r = lru.fused(%l, %b) : (tensor<4xcomplex<f32>>, tensor<2x3x4xcomplex<f32>>) -> tensor<2x3x4xcomplex<f32>> {
+  ^bb0(%x: tensor<4xcomplex<f32>>, %y: tensor<2x3x4xcomplex<f32>>):
+    %s = lru.scan %x, %y : (tensor<4xcomplex<f32>>, tensor<2x3x4xcomplex<f32>>) -> tensor<2x3x4xcomplex<f32>>
+    // expected-error @+1 {{is the second scan of an lru.fused group}}
+    %t = lru.scan %x, %s reverse : (tensor<4xcomplex<f32>>, tensor<2x3x4xcomplex<f32>>) -> tensor<2x3x4xcomplex<f32>>
+    lru.yield %t : tensor<2x3x4xcomplex<f32>>
+  }
+  return %r : tensor<2x3x4xcomplex<f32>>
+}

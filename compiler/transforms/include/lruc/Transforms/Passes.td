@@ -51,6 +51,14 @@ def FuseElementwisePass
     value closes that group (the group is placed before it), as does a
     member that reads a group of another shape. Splat constants are copied into the groups that use them.
     A group of one op stays as it is.
+
+    A scan over `[B, L, N]` (static L and N) joins the open group of its
+    shape like an elementwise op, one scan a group: the group then runs
+    along time, its producers (the complex input, gamma, a per-step lambda)
+    and consumers (Re, Im, ...) computed at each step, so the scan's input
+    and states need not be stored. A later op that reads a closed group of
+    its shape joins it when everything it reads is ready where the group is
+    built (e.g. lru.im of the states after a matmul read lru.re).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }

@@ -156,6 +156,11 @@ void slice(const T *x, const Shape &xShape, int dim, int64_t offset,
 
 // --- Sequences [B, L, N] ----------------------------------------------------
 
+/// Whether every length is within [0, steps] (null lengths are); else a
+/// message naming the first one outside.
+bool checkLengths(const int32_t *lengths, int64_t batch, int64_t steps,
+                  std::string &error);
+
 /// lru.length_mask: y[b, t] = 1 for t < lengths[b] (prefix) or
 /// t == lengths[b] - 1 (last), else 0.
 bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps,
