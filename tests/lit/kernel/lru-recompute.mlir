@@ -82,3 +82,56 @@ func.func @chain(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %o = lru.add %r, %s4 : tensor<?x4xf32>
   return %o : tensor<?x4xf32>
 }
+
+// -----
+
+// A scan's group yields the states (kept: read at the end) and their real
+// part (read early and late): the late reads get the real part again from
+// the kept states, in a group of its own; the scan is not run again.
+// CHECK-LABEL: func.func @slice_of_a_group(
+// CHECK: %[[G:.*]]:2 = lru.fused
+// CHECK: lru.scan
+// CHECK-COUNT-4: lru.sqrt
+// CHECK: %[[R:.*]] = lru.fused(%[[G]]#0) : (tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xf32> {
+// CHECK-NOT: lru.scan
+// CHECK: lru.re
+// CHECK: lru.yield
+// CHECK: lru.add %{{.*}}, %[[R]]
+func.func @slice_of_a_group(%l: tensor<2xcomplex<f32>>, %b: tensor<?x4x2xcomplex<f32>>) -> (tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>) {
+  %g:2 = lru.fused(%l, %b) : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>) -> (tensor<?x4x2xcomplex<f32>>, tensor<?x4x2xf32>) {
+  ^bb0(%x: tensor<2xcomplex<f32>>, %y: tensor<?x4x2xcomplex<f32>>):
+    %s = lru.scan %x, %y : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xcomplex<f32>>
+    %r = lru.re %s : tensor<?x4x2xcomplex<f32>> -> tensor<?x4x2xf32>
+    lru.yield %s, %r : tensor<?x4x2xcomplex<f32>>, tensor<?x4x2xf32>
+  }
+  %n = lru.neg %g#1 : tensor<?x4x2xf32>
+  %s1 = lru.sqrt %n : tensor<?x4x2xf32>
+  %s2 = lru.sqrt %s1 : tensor<?x4x2xf32>
+  %s3 = lru.sqrt %s2 : tensor<?x4x2xf32>
+  %s4 = lru.sqrt %s3 : tensor<?x4x2xf32>
+  %a = lru.add %s4, %g#1 : tensor<?x4x2xf32>
+  return %a, %g#0 : tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>
+}
+
+// -----
+
+// The same group whose states are not kept: getting the real part back
+// would mean running the scan again, so it is kept instead.
+// CHECK-LABEL: func.func @scan_not_rerun(
+// CHECK-COUNT-1: lru.scan
+// CHECK-NOT: lru.scan
+func.func @scan_not_rerun(%l: tensor<2xcomplex<f32>>, %b: tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xf32> {
+  %g = lru.fused(%l, %b) : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xf32> {
+  ^bb0(%x: tensor<2xcomplex<f32>>, %y: tensor<?x4x2xcomplex<f32>>):
+    %s = lru.scan %x, %y : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xcomplex<f32>>
+    %r = lru.re %s : tensor<?x4x2xcomplex<f32>> -> tensor<?x4x2xf32>
+    lru.yield %r : tensor<?x4x2xf32>
+  }
+  %n = lru.neg %g : tensor<?x4x2xf32>
+  %s1 = lru.sqrt %n : tensor<?x4x2xf32>
+  %s2 = lru.sqrt %s1 : tensor<?x4x2xf32>
+  %s3 = lru.sqrt %s2 : tensor<?x4x2xf32>
+  %s4 = lru.sqrt %s3 : tensor<?x4x2xf32>
+  %a = lru.add %s4, %g : tensor<?x4x2xf32>
+  return %a : tensor<?x4x2xf32>
+}

@@ -67,13 +67,13 @@ def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
   let summary = "Recompute elementwise values for the backward pass instead of keeping them";
   let description = [{
     The decision of what the backward pass keeps and what it recomputes.
-    An elementwise value (a one-result `lru.fused` group or a lone
-    elementwise op) with a batch dimension that is read early (the forward
-    pass) and again much later (the backward pass) is stored in between;
-    when every input of its op is alive at the later reads anyway (or is a
-    parameter, an argument or a constant), a copy of the op just before the
-    later reads computes it again, so the value's buffer is free in
-    between. It costs one more elementwise pass over memory and shrinks the
+    A batch-sized result of a lone elementwise op or of an `lru.fused`
+    group that is read early (the forward pass) and again much later (the
+    backward pass) is stored in between; when it can be computed from
+    values alive at the later reads anyway (for a group: the slice of its
+    body that leads to it, from inputs still alive and from the group's
+    other kept results; never through a scan), a copy just before the later
+    reads computes it again, so the value's buffer is free in between. It costs one more elementwise pass over memory and shrinks the
     workspace (`lruc --stats`). "Much later": at least `min-gap` ops
     between the two groups of reads.
   }];
