@@ -305,6 +305,11 @@ int64_t BroadcastOp::getInnerCount() {
   return inner;
 }
 
+ScanOp FusedOp::getScan() {
+  auto scans = getBody().front().getOps<ScanOp>();
+  return scans.empty() ? ScanOp() : *scans.begin();
+}
+
 LogicalResult FusedOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())

@@ -91,11 +91,11 @@ RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// The C++ element type of a tensor type, or "" if it has none here.
 bool isComplex(Type type) {
   return isa<ComplexType>(cast<ShapedType>(type).getElementType());
 }
 
+/// The C++ element type of a tensor type, or "" if it has none here.
 std::string elementType(Type type) {
   Type e = cast<ShapedType>(type).getElementType();
   if (e.isF32())
@@ -266,8 +266,7 @@ public:
            << bytesMoved(&op) << ", " << flopsOf(&op) << ");\n";
         // A group that holds a scan is timed as a scan: its own kind.
         std::string name = op.getName().getStringRef().str();
-        if (auto fused = dyn_cast<lru::FusedOp>(op);
-            fused && !fused.getBody().getOps<lru::ScanOp>().empty())
+        if (auto fused = dyn_cast<lru::FusedOp>(op); fused && fused.getScan())
           name += "+scan";
         profiled.push_back({func.getSymName().str(), name,
                             describeLocation(op.getLoc())});
@@ -402,9 +401,7 @@ private:
     std::string rows = nested ? productExpr(shape.drop_back()) : "";
     // A group with a scan runs along the scan's time dim, one sequence a
     // part ([B, L, N], L and N static: the fusion pass checks).
-    lru::ScanOp scan;
-    for (auto s : body.getOps<lru::ScanOp>())
-      scan = s;
+    lru::ScanOp scan = op.getScan();
     std::string steps, lengths;
     if (scan) {
       steps = dimExpr(shape[1]);

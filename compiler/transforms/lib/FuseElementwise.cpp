@@ -3,11 +3,11 @@
 // Scans each function's ops in order, keeping one open group per shape. An
 // elementwise op (or a broadcast to consecutive dims) joins the group of
 // its result's shape; any other op that reads a group's value, and any
-// member that reads a group of another shape, closes that group. A closed group is built at the place of
-// its last member: its inputs are defined before its members, and nothing
-// between its first and last member reads its values, so that place
-// dominates every outside use. A later op of the group's shape that reads
-// it may still join when everything it reads is ready at that place. A
+// member that reads a group of another shape, closes that group. A closed group
+// is built at the place of its last member: its inputs are defined before its
+// members, and nothing between its first and last member reads its values, so
+// that place dominates every outside use. A later op of the group's shape that
+// reads it may still join when everything it reads is ready at that place. A
 // scan joins like an elementwise op, one scan a group.
 //
 //===----------------------------------------------------------------------===//
@@ -89,14 +89,13 @@ void buildGroup(ArrayRef<Operation *> group, Operation *anchor) {
       outputs.push_back(result);
   }
 
-  Operation *last = anchor;
-  OpBuilder builder(last);
+  OpBuilder builder(anchor);
   SmallVector<Type> outputTypes;
   for (Value v : outputs)
     outputTypes.push_back(v.getType());
-  auto fused = builder.create<lru::FusedOp>(last->getLoc(), outputTypes,
+  auto fused = builder.create<lru::FusedOp>(anchor->getLoc(), outputTypes,
                                             inputs.getArrayRef());
-  SmallVector<Location> argLocs(inputs.size(), last->getLoc());
+  SmallVector<Location> argLocs(inputs.size(), anchor->getLoc());
   Block *body = builder.createBlock(&fused.getBody(), {},
                                     TypeRange(inputs.getArrayRef()), argLocs);
   IRMapping mapping;
@@ -108,7 +107,7 @@ void buildGroup(ArrayRef<Operation *> group, Operation *anchor) {
   SmallVector<Value> yielded;
   for (Value v : outputs)
     yielded.push_back(mapping.lookup(v));
-  builder.create<lru::YieldOp>(last->getLoc(), yielded);
+  builder.create<lru::YieldOp>(anchor->getLoc(), yielded);
 
   for (auto [v, replacement] : llvm::zip(outputs, fused.getResults()))
     v.replaceUsesWithIf(replacement, [&](OpOperand &use) {
@@ -163,7 +162,8 @@ std::vector<Group> formGroups(Block &block) {
     if (isa<lru::ScanOp>(op))
       return std::nullopt;
     for (Value operand : op.getOperands())
-      if (openValues.count(operand) && openValues[operand] == shapeOf(&op))
+      if (auto it = openValues.find(operand);
+          it != openValues.end() && it->second == shapeOf(&op))
         return std::nullopt; // its open group is the better home
     for (Value operand : op.getOperands()) {
       auto it = closedValues.find(operand);

@@ -1,4 +1,4 @@
-//===- Recompute.cpp - Recompute elementwise values instead of keeping them ===//
+//===- Recompute.cpp - Recompute values instead of keeping them ---------===//
 //
 // For each batch-sized result of an elementwise op or lru.fused group that
 // is read early and again after a long gap, finds how to compute it again
@@ -114,8 +114,11 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         Value v = work.pop_back_val();
         if (slice.outside.count(v))
           continue;
+        // Inputs in the order the walk meets them: the copy's operands
+        // do not depend on where values happen to live.
         if (Value kept = keptResult.lookup(v)) {
           slice.outside[v] = kept;
+          slice.inputs.insert(kept);
           continue;
         }
         if (auto arg = dyn_cast<BlockArgument>(v)) {
@@ -123,6 +126,7 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
           if (!aliveAt(input, at))
             return std::nullopt;
           slice.outside[v] = input;
+          slice.inputs.insert(input);
           continue;
         }
         Operation *def = v.getDefiningOp();
@@ -135,8 +139,6 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
       for (Operation &inner : groupBody.without_terminator())
         if (needed.contains(&inner))
           slice.ops.insert(&inner);
-      for (auto &[v, input] : slice.outside)
-        slice.inputs.insert(input);
       slice.result = yield.getValues()[index];
       return slice;
     };
@@ -211,8 +213,8 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         IRMapping mapping;
         ArrayRef<Value> order = slice.inputs.getArrayRef();
         for (auto [v, input] : slice.outside)
-          mapping.map(v, groupBody->getArgument(
-                             unsigned(llvm::find(order, input) - order.begin())));
+          mapping.map(v, groupBody->getArgument(unsigned(
+                             llvm::find(order, input) - order.begin())));
         for (Operation *inner : slice.ops)
           builder.clone(*inner, mapping);
         builder.create<lru::YieldOp>(first->getLoc(),

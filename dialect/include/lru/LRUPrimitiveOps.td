@@ -352,6 +352,10 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
   let assemblyFormat = [{
     `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
   }];
+  let extraClassDeclaration = [{
+    /// The group's scan (at most one), or null.
+    ScanOp getScan();
+  }];
   let hasVerifier = 1;
 }
 
