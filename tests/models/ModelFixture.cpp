@@ -70,8 +70,8 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
                                                bool withTrain) {
   context.loadDialect<lru::LRUDialect, mlir::func::FuncDialect,
                       mlir::arith::ArithDialect>();
-  SourceFile source{c.path, readFile(std::string(LRUC_SOURCE_DIR "/") +
-                                     c.path)};
+  SourceFile source{c.path,
+                    readFile(std::string(LRUC_SOURCE_DIR "/") + c.path)};
   std::ostringstream frontendErrors;
   DiagnosticEngine diags(source, frontendErrors);
   std::optional<ast::Model> model =
@@ -125,9 +125,8 @@ std::vector<Tensor> makeBatch(mlir::func::FuncOp func, int64_t batch,
       // The first sequence full, the others padded to a shorter real end.
       t.kind = Tensor::Kind::Int;
       for (int64_t b = 0; b < n; ++b)
-        t.ints.push_back(b == 0 || steps < 2
-                             ? steps
-                             : 1 + (b * 3 + seed + i) % (steps - 1));
+        t.ints.push_back(
+            b == 0 || steps < 2 ? steps : 1 + (b * 3 + seed + i) % (steps - 1));
     } else if (tag == "labels") {
       t.kind = Tensor::Kind::Int;
       for (int64_t k = 0; k < n; ++k)
@@ -148,7 +147,8 @@ std::vector<Tensor> makeBatch(mlir::func::FuncOp func, int64_t batch,
 static const std::map<std::string, double> kSmall = {
     {"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 1}};
 
-static std::map<std::string, double> small(std::map<std::string, double> extra) {
+static std::map<std::string, double>
+small(std::map<std::string, double> extra) {
   std::map<std::string, double> all = kSmall;
   for (auto &[name, value] : extra)
     all[name] = value;
@@ -170,9 +170,12 @@ std::vector<ModelCase> smallModelCases() {
       {"tiny", "examples/tiny.lru", {}},
       {"fashion_mnist", "examples/fashion_mnist.lru", small({})},
       // The generalised LRU in its plain, stable and normalized forms.
-      {"generalized", "examples/generalized.lru",
+      {"generalized",
+       "examples/generalized.lru",
        {{"L", 6}, {"H", 4}, {"N", 3}}},
       {"retrieval_small", "examples/retrieval_small.lru", small({})},
+      // Tokens through bidirectional scans.
+      {"listops_small", "examples/listops_small.lru", small({})},
       // Per-step MSE, no dropout, gamma off.
       {"tagging", "examples/tagging.lru", small({})},
       {"sweep", "examples/sweep.lru", {{"L", 6}, {"H", 4}, {"DEPTH", 1}}},

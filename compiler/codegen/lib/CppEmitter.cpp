@@ -15,6 +15,7 @@
 
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
+#include "lruc_model.h" // LRUC_ABI_VERSION, written into the manifest
 
 #include "lru/LRUOps.h"
 #include "lruc/Transforms/Passes.h"
@@ -73,9 +74,9 @@ Layout layoutOf(func::FuncOp forwardTrain) {
     bool state = op.getGroup() == lru::ParamGroup::state;
     auto &slots = state ? layout.state : layout.params;
     uint64_t &floats = state ? layout.stateFloats : layout.paramFloats;
-    ParamSlot slot{op, floats,
-                   uint64_t(cast<RankedTensorType>(op.getType())
-                                .getNumElements())};
+    ParamSlot slot{
+        op, floats,
+        uint64_t(cast<RankedTensorType>(op.getType()).getNumElements())};
     floats += slot.size;
     layout.byName[op.getName()] = {state, slots.size()};
     slots.push_back(slot);
@@ -238,8 +239,8 @@ public:
     plan = std::move(*planned);
     os << "  // " << plan.slotOf.size() << " buffers in " << plan.slots.size()
        << " slots of one workspace.\n";
-    os << "  const lruc::cpu::WorkspaceLease lease("
-       << plan.total.perExample << " * B + " << plan.total.fixed << ");\n";
+    os << "  const lruc::cpu::WorkspaceLease lease(" << plan.total.perExample
+       << " * B + " << plan.total.fixed << ");\n";
     os << "  char *workspace = lease.data();\n";
     os << "  (void)workspace;\n";
     for (BlockArgument arg : func.getArguments()) {
@@ -247,8 +248,8 @@ public:
         return failure();
       std::string name = "a" + std::to_string(arg.getArgNumber());
       std::string type = elementType(arg.getType());
-      os << "  auto *" << name << " = static_cast<const " << type
-         << " *>(args[" << arg.getArgNumber() << "]);\n";
+      os << "  auto *" << name << " = static_cast<const " << type << " *>(args["
+         << arg.getArgNumber() << "]);\n";
       names[arg] = name;
     }
     for (Operation &op : func.getBody().front()) {
@@ -268,8 +269,8 @@ public:
         std::string name = op.getName().getStringRef().str();
         if (auto fused = dyn_cast<lru::FusedOp>(op); fused && fused.getScan())
           name += "+scan";
-        profiled.push_back({func.getSymName().str(), name,
-                            describeLocation(op.getLoc())});
+        profiled.push_back(
+            {func.getSymName().str(), name, describeLocation(op.getLoc())});
       }
     }
     os << "  return true;\n}\n\n";
@@ -298,9 +299,9 @@ private:
   std::string define(Value v) {
     std::string name = "v" + std::to_string(counter++);
     ByteSize offset = plan.offsets[plan.slotOf.lookup(v)];
-    os << "  auto *" << name << " = reinterpret_cast<" << elementType(v.getType())
-       << " *>(workspace + " << offset.perExample << " * B + " << offset.fixed
-       << ");\n";
+    os << "  auto *" << name << " = reinterpret_cast<"
+       << elementType(v.getType()) << " *>(workspace + " << offset.perExample
+       << " * B + " << offset.fixed << ");\n";
     names[v] = name;
     return name;
   }
@@ -326,10 +327,9 @@ private:
     if (!matmul)
       return "0";
     auto lhs = tensorType(matmul.getLhs());
-    std::string contracted =
-        matmul.getKind() == lru::MatmulKind::tn
-            ? productExpr(lhs.getShape().drop_back())
-            : dimExpr(lhs.getShape().back());
+    std::string contracted = matmul.getKind() == lru::MatmulKind::tn
+                                 ? productExpr(lhs.getShape().drop_back())
+                                 : dimExpr(lhs.getShape().back());
     return "2 * uint64_t(" + count(matmul.getResult()) + ") * uint64_t(" +
            contracted + ")";
   }
@@ -342,7 +342,8 @@ private:
     std::string text = expr.str();
     for (auto [i, arg] : llvm::enumerate(args)) {
       std::string placeholder = "$" + std::to_string(i);
-      for (size_t at = 0; (at = text.find(placeholder, at)) != std::string::npos;
+      for (size_t at = 0;
+           (at = text.find(placeholder, at)) != std::string::npos;
            at += arg.size())
         text.replace(at, placeholder.size(), arg);
     }
@@ -416,9 +417,8 @@ private:
     } else {
       os << "  lruc::cpu::parallelFor("
          << (nested ? rows : count(op.getResult(0))) << ", "
-         << (nested
-                 ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
-                 : "16384");
+         << (nested ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
+                    : "16384");
     }
     os << ", [&](int64_t begin, int64_t end) {\n    " << kernel
        << "(B, begin, end";
@@ -436,8 +436,8 @@ private:
       if (!constant)
         continue;
       std::string name = "c" + std::to_string(counter++);
-      k << "  const " << elementType(constant.getType()) << " " << name
-        << " = " << splatLiteral(constant) << ";\n";
+      k << "  const " << elementType(constant.getType()) << " " << name << " = "
+        << splatLiteral(constant) << ";\n";
       scalars[constant.getResult()] = name;
     }
     std::string state;
@@ -466,8 +466,7 @@ private:
         k << "   float " << state << "[" << last << "];\n"
           << "   for (int64_t j = 0; j < " << last << "; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
-      k
-        << "   for (int64_t k = 0; k < " << steps << "; ++k) {\n"
+      k << "   for (int64_t k = 0; k < " << steps << "; ++k) {\n"
         << "    const int64_t t = "
         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
         << ";\n"
@@ -522,15 +521,13 @@ private:
           k << "    const cfloat " << lv << " = " << l << ", " << bv << " = "
             << b << ";\n"
             << "    const float " << re << " = " << lv << ".real() * " << sr
-            << " - " << lv << ".imag() * " << si << " + " << bv
-            << ".real();\n"
+            << " - " << lv << ".imag() * " << si << " + " << bv << ".real();\n"
             << "    const float " << im << " = " << lv << ".real() * " << si
-            << " + " << lv << ".imag() * " << sr << " + " << bv
-            << ".imag();\n"
+            << " + " << lv << ".imag() * " << sr << " + " << bv << ".imag();\n"
             << "    " << sr << " = real ? " << re << " : " << sr << ";\n"
             << "    " << si << " = real ? " << im << " : " << si << ";\n"
-            << "    const cfloat " << name << " = real ? cfloat(" << re
-            << ", " << im << ") : cfloat(0);\n";
+            << "    const cfloat " << name << " = real ? cfloat(" << re << ", "
+            << im << ") : cfloat(0);\n";
         } else {
           std::string next = name + "next";
           k << "    const float " << next << " = " << l << " * " << state
@@ -557,9 +554,9 @@ private:
     auto yield = cast<lru::YieldOp>(body.getTerminator());
     for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
       k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
-    k << (scan ? "    }\n   }\n  }\n}\n\n"
-               : nested ? "   }\n  }\n}\n\n"
-                        : "  }\n}\n\n");
+    k << (scan     ? "    }\n   }\n  }\n}\n\n"
+          : nested ? "   }\n  }\n}\n\n"
+                   : "  }\n}\n\n");
     return success();
   }
 
@@ -704,25 +701,25 @@ private:
         .Case([&](ShiftOp o) {
           Value x = o.getX();
           std::string y = define(o.getResult());
-          checked("lruc::cpu::shift(" + get(x) + ", " +
-                  getOrNull(o.getInit(), elementType(tensorType(o.getResult()))) +
-                  ", " + getOrNull(o.getLengths(), "int32_t") +
-                  ", " + (o.getReverse() ? "true" : "false") + ", " +
-                  dim(x, 0) + ", " + dim(x, 1) + ", " + dim(x, 2) + ", " + y +
-                  ", error)");
+          checked(
+              "lruc::cpu::shift(" + get(x) + ", " +
+              getOrNull(o.getInit(), elementType(tensorType(o.getResult()))) +
+              ", " + getOrNull(o.getLengths(), "int32_t") + ", " +
+              (o.getReverse() ? "true" : "false") + ", " + dim(x, 0) + ", " +
+              dim(x, 1) + ", " + dim(x, 2) + ", " + y + ", error)");
           return success();
         })
         .Case([&](ScanOp o) {
           Value b = o.getB();
           bool perStep = tensorType(o.getLambda()).getRank() == 3;
           std::string y = define(o.getResult());
-          checked("lruc::cpu::scan(" + get(o.getLambda()) + ", " +
-                  (perStep ? "true" : "false") + ", " + get(b) + ", " +
-                  getOrNull(o.getInit(), elementType(tensorType(o.getResult()))) +
-                  ", " + getOrNull(o.getLengths(), "int32_t") +
-                  ", " + (o.getReverse() ? "true" : "false") + ", " +
-                  dim(b, 0) + ", " + dim(b, 1) + ", " + dim(b, 2) + ", " + y +
-                  ", error)");
+          checked(
+              "lruc::cpu::scan(" + get(o.getLambda()) + ", " +
+              (perStep ? "true" : "false") + ", " + get(b) + ", " +
+              getOrNull(o.getInit(), elementType(tensorType(o.getResult()))) +
+              ", " + getOrNull(o.getLengths(), "int32_t") + ", " +
+              (o.getReverse() ? "true" : "false") + ", " + dim(b, 0) + ", " +
+              dim(b, 1) + ", " + dim(b, 2) + ", " + y + ", error)");
           return success();
         })
         .Case([&](MatmulOp o) {
@@ -850,11 +847,10 @@ void emitParamTable(llvm::raw_ostream &os, StringRef table,
                    cast<RankedTensorType>(slot.op.getType()));
   os << "const lruc_param_info " << table << "[] = {\n";
   for (auto [i, slot] : llvm::enumerate(slots))
-    os << "  {" << quoted(slot.op.getName()) << ", "
-       << int(slot.op.getGroup()) << ", "
-       << cast<RankedTensorType>(slot.op.getType()).getRank() << ", " << table
-       << "_shape" << i << ", " << slot.offset << ", " << slot.size << ", "
-       << quoted(initJson(slot.op)) << "},\n";
+    os << "  {" << quoted(slot.op.getName()) << ", " << int(slot.op.getGroup())
+       << ", " << cast<RankedTensorType>(slot.op.getType()).getRank() << ", "
+       << table << "_shape" << i << ", " << slot.offset << ", " << slot.size
+       << ", " << quoted(initJson(slot.op)) << "},\n";
   if (slots.empty())
     os << "  {nullptr, 0, 0, nullptr, 0, 0, nullptr},\n";
   os << "};\n\n";
@@ -924,8 +920,10 @@ llvm::json::Object tensorJson(StringRef name, Type type) {
   for (int64_t d : cast<RankedTensorType>(type).getShape())
     shape.push_back(ShapedType::isDynamic(d) ? int64_t(-1) : d);
   std::string dtype = elementType(type);
+  // json::Value borrows a StringRef: copy, the caller's name may be a
+  // temporary.
   return llvm::json::Object{
-      {"name", name},
+      {"name", name.str()},
       {"dtype", dtype == "cfloat" ? std::string("complex64") : dtype},
       {"shape", std::move(shape)}};
 }
@@ -986,7 +984,7 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
         train[a.getName().str()] = s.str();
     }
   llvm::json::Object manifest{
-      {"abi_version", 2},
+      {"abi_version", int64_t(LRUC_ABI_VERSION)},
       {"model", module->getAttrOfType<StringAttr>("lru.model")
                     ? module->getAttrOfType<StringAttr>("lru.model").str()
                     : std::string("model")},
@@ -994,9 +992,10 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       {"state", params(layout.state)},
       {"inputs", tensors(forward.getArgumentTypes(),
                          [&](size_t i) { return inputTag(forward, i); })},
-      {"outputs", tensors(forward.getResultTypes(), [](size_t i) {
-         return std::string(i == 0 ? "loss" : "predictions");
-       })},
+      {"outputs", tensors(forward.getResultTypes(),
+                          [](size_t i) {
+                            return std::string(i == 0 ? "loss" : "predictions");
+                          })},
       {"step", std::move(stepJson)},
       {"step_unavailable", unavailable},
       {"train", std::move(train)}};
@@ -1023,9 +1022,10 @@ FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout,
   std::vector<std::string> updated;
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     std::string block, name;
-    for (auto [tag, where] :
-         {std::pair{"lru.param", "params"}, {"lru.adam_m", "adam_m"},
-          {"lru.adam_v", "adam_v"}, {"lru.state", "state"}})
+    for (auto [tag, where] : {std::pair{"lru.param", "params"},
+                              {"lru.adam_m", "adam_m"},
+                              {"lru.adam_v", "adam_v"},
+                              {"lru.state", "state"}})
       if (auto attr = step.getArgAttrOfType<StringAttr>(i, tag)) {
         block = where;
         name = attr.str();
@@ -1052,8 +1052,7 @@ FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout,
   }
   for (unsigned i = 0; i < numOutputs; ++i)
     binding.results.push_back("outputs[" + std::to_string(i) + "]");
-  binding.results.insert(binding.results.end(), updated.begin(),
-                         updated.end());
+  binding.results.insert(binding.results.end(), updated.begin(), updated.end());
   if (binding.results.size() != step.getNumResults())
     return step.emitError("expects the model's outputs and one result per "
                           "updated block");
@@ -1079,8 +1078,9 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
       return module.emitError("the CPU backend needs @")
-             << name << " (run -lru-decompose, -lru-derive-backward and "
-                        "-lru-derive-train-step first)";
+             << name
+             << " (run -lru-decompose, -lru-derive-backward and "
+                "-lru-derive-train-step first)";
     funcs[name] = func;
   }
   func::FuncOp forward = funcs["forward"], train = funcs["forward_train"],
@@ -1109,8 +1109,7 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
      << (options.profile ? "#include \"lruc_profile.h\"\n#include <atomic>\n"
                            "#include <chrono>\n\n"
                          : "")
-     << 
-        "namespace {\n\n"
+     << "namespace {\n\n"
         "using lruc::cpu::cfloat;\n"
         "using lruc::cpu::Shape;\n\n";
 
@@ -1214,8 +1213,8 @@ int init(uint64_t seed, float *params, float *state, char *error,
         os << "Normal;\n      s.std = " << num("std") << ";\n";
         break;
       case lru::InitKind::uniform:
-        os << "Uniform;\n      s.low = " << num("low") << ";\n      s.high = "
-           << num("high") << ";\n";
+        os << "Uniform;\n      s.low = " << num("low")
+           << ";\n      s.high = " << num("high") << ";\n";
         break;
       case lru::InitKind::lru_nu:
         os << "LruNu;\n      s.rMin = " << num("r_min")
@@ -1226,8 +1225,7 @@ int init(uint64_t seed, float *params, float *state, char *error,
         break;
       case lru::InitKind::lru_gamma:
         os << "LruGamma;\n      s.nu = " << quoted(p.getArgString("nu"))
-           << ";\n      s.theta = " << quoted(p.getArgString("theta"))
-           << ";\n";
+           << ";\n      s.theta = " << quoted(p.getArgString("theta")) << ";\n";
         break;
       }
       os << "      declare(" << table << "[" << i << "], s);\n    }\n";
@@ -1292,12 +1290,11 @@ int forward(int64_t batch, const float *params, const float *state,
       binding.args.push_back("inputs[" + std::to_string(i) + "]");
     binding.args.push_back("dropout_key");
     binding.results.push_back("loss");
-    for (Attribute name :
-         backward->getAttrOfType<ArrayAttr>("lru.gradients"))
+    for (Attribute name : backward->getAttrOfType<ArrayAttr>("lru.gradients"))
       binding.results.push_back(
-          "grads + " + std::to_string(layout.lookup(cast<StringAttr>(name)
-                                                        .getValue())
-                                          ->offset));
+          "grads + " +
+          std::to_string(
+              layout.lookup(cast<StringAttr>(name).getValue())->offset));
     os << "int backward(int64_t batch, const float *params, const float "
           "*state,\n    const void *const *inputs, const int64_t "
           "dropout_key[2], float *loss, float *grads,\n    char *error, "
@@ -1363,15 +1360,13 @@ int forward(int64_t batch, const float *params, const float *state,
                    ? module->getAttrOfType<StringAttr>("lru.model").getValue()
                    : StringRef("model"))
      << ", kManifest,\n  " << layout.paramFloats << ", " << layout.stateFloats
-     << ",\n  " << layout.params.size() << ", kParams, "
-     << layout.state.size() << ", kState,\n  " << inputs.size()
-     << ", kInputs, " << outputs.size()
+     << ",\n  " << layout.params.size() << ", kParams, " << layout.state.size()
+     << ", kState,\n  " << inputs.size() << ", kInputs, " << outputs.size()
      << ", kOutputs,\n  init, forward, forward_train, backward, "
         "train_step,\n  ";
   if (stepLayout)
-    os << "nullptr, " << stepLayout->floats << ", "
-       << stepLayout->inputs.size() << ", kStepInputs, "
-       << stepLayout->outputs.size()
+    os << "nullptr, " << stepLayout->floats << ", " << stepLayout->inputs.size()
+       << ", kStepInputs, " << stepLayout->outputs.size()
        << ", kStepOutputs, step_reset, step,\n};\n\n";
   else
     os << quoted(unavailable.empty() ? "the model has no step mode"
