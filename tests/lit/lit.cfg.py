@@ -1,6 +1,8 @@
 # -*- Python -*-
 import os
 
+import subprocess
+
 import lit.formats
 from lit.llvm import llvm_config
 
@@ -25,3 +27,15 @@ llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_to
 # The trainer's end-to-end tests read Debian's dataset-fashion-mnist.
 if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
     config.available_features.add("fashion-mnist")
+
+# tests/lit/reference: PyTorch and JAX side by side with lruc, where the
+# reference Python (bench/reference/setup.sh) has them.
+config.substitutions.append(("%reference_python", config.reference_python))
+config.substitutions.append(
+    ("%reference", os.path.join(config.lruc_src_root, "bench", "reference")))
+for module in ("torch", "jax"):
+    if config.reference_python and os.path.exists(config.reference_python) and \
+            subprocess.run([config.reference_python, "-c",
+                            f"import {module}, safetensors"],
+                           capture_output=True).returncode == 0:
+        config.available_features.add(module)

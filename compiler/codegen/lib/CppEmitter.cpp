@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lruc/Autodiff.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
 #include "lruc_model.h" // LRUC_ABI_VERSION, written into the manifest
@@ -983,6 +984,16 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       else if (auto s = dyn_cast<StringAttr>(a.getValue()))
         train[a.getName().str()] = s.str();
     }
+  // What train_step compiled in: the train section's settings or, without
+  // one, the defaults.
+  AdamWConfig adam = AdamWConfig::fromModule(module);
+  llvm::json::Object optimizer{
+      {"beta1", adam.beta1},
+      {"beta2", adam.beta2},
+      {"eps", adam.eps},
+      {"weight_decay", adam.weightDecay},
+      {"recurrent_lr_factor", adam.recurrentLrFactor},
+      {"clip", adam.clip ? llvm::json::Value(*adam.clip) : nullptr}};
   llvm::json::Object manifest{
       {"abi_version", int64_t(LRUC_ABI_VERSION)},
       {"model", module->getAttrOfType<StringAttr>("lru.model")
@@ -996,6 +1007,7 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
                           [](size_t i) {
                             return std::string(i == 0 ? "loss" : "predictions");
                           })},
+      {"optimizer", std::move(optimizer)},
       {"step", std::move(stepJson)},
       {"step_unavailable", unavailable},
       {"train", std::move(train)}};

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Do lruc, PyTorch and JAX compute the same model?
+
+For one model file (shrunk with -D overrides), this compiles it with lruc,
+initialises its parameters through the library, saves them as a safetensors
+checkpoint, loads that checkpoint by name into the PyTorch and JAX
+implementations (lru_torch.py, lru_jax.py) and compares, on one seeded
+batch with padding:
+
+  forward      inference loss and predictions
+  train        train-mode loss, predictions and new running statistics
+               (batch statistics, dropout masks drawn as lruc draws them)
+  grad         every parameter's gradient
+  train_step   the parameters, AdamW moments and running statistics after
+               one train_step (lr of the model's schedule peak, step 1)
+
+A tensor agrees when max|ref - lruc| <= rtol * max|ref| + atol (rtol 1e-4,
+atol 1e-6 by default): relative to its largest element, so that entries
+near zero do not demand more than fp32 gives. Prints one line per check and
+exits 1 if any disagrees.
+
+  agree.py --lruc build/bin/lruc models/listops.lru -D L=6 -D H=4 -D N=3
+"""
+
+import argparse
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from lruc_library import ModelLibrary  # noqa: E402
+from model_spec import load_spec  # noqa: E402
+
+
+def make_inputs(library, batch, seed):
+    """A seeded batch: lengths from 1 to L (padding in all but one)."""
+    rng = np.random.default_rng(seed)
+    spec_inputs = {i["name"]: i for i in library.inputs}
+    vocab = library.params[0]["shape"][0]  # encoder.weight of an embedding
+    out = {}
+    for name, info in spec_inputs.items():
+        shape = [batch if d == -1 else d for d in info["shape"]]
+        if name.startswith("lengths"):
+            steps = spec_inputs[name.replace("lengths", "tokens")
+                                if "tokens" + name[7:] in spec_inputs
+                                else "features"]["shape"][1]
+            lengths = rng.integers(1, steps + 1, size=batch)
+            lengths[0] = steps
+            out[name] = lengths.astype(np.int32)
+        elif name.startswith("tokens"):
+            out[name] = rng.integers(0, vocab, size=shape).astype(np.int32)
+        elif name == "labels":
+            classes = library.outputs[1]["shape"][-1]
+            out[name] = rng.integers(0, classes, size=shape).astype(np.int32)
+        else:  # features, targets
+            out[name] = rng.normal(size=shape).astype(np.float32)
+    return out
+
+
+class Report:
+    def __init__(self, rtol, atol):
+        self.rtol, self.atol, self.failures, self.checks = rtol, atol, [], 0
+
+    def compare(self, framework, what, ref, got, mask=None):
+        ref = np.asarray(ref, np.float64)
+        got = np.asarray(got, np.float64)
+        if ref.shape != got.shape:
+            self.failures.append(f"{framework} {what}: shape {ref.shape} vs "
+                                 f"lruc {got.shape}")
+            return
+        if mask is not None:
+            ref, got = ref * mask, got * mask
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        err = float(np.max(np.abs(ref - got))) if ref.size else 0.0
+        self.checks += 1
+        if not np.isfinite(err) or err > self.rtol * scale + self.atol:
+            self.failures.append(f"{framework} {what}: max error {err:.3g} "
+                                 f"(largest element {scale:.3g})")
+        return err / max(scale, 1e-30)
+
+
+def output_mask(library, inputs):
+    """Predictions of a per-step model are compared at real steps only."""
+    shape = library.outputs[1]["shape"]
+    if len(shape) != 3 or "lengths" not in inputs:
+        return None
+    steps = shape[1]
+    real = np.arange(steps)[None, :] < inputs["lengths"][:, None]
+    return real[..., None].astype(np.float64)
+
+
+def lruc_results(library, params, state, inputs, key, lr):
+    loss, preds = library.forward(params, state, inputs)
+    (t_loss, t_preds), t_state = library.forward_train(params, state, inputs,
+                                                       key)
+    g_loss, grads = library.backward(params, state, inputs, key)
+    zeros = np.zeros_like(params)
+    _, p1, m1, v1, s1 = library.train_step(params, zeros, zeros, state, lr, 1.0,
+                                           inputs, key)
+    return dict(forward=(loss, preds), train=(t_loss, t_preds, t_state),
+                grad_loss=g_loss, grads=grads, step=(p1, m1, v1, s1))
+
+
+def torch_results(spec, checkpoint, library, inputs, key, lr):
+    import torch
+    import lru_torch
+    torch.manual_seed(0)
+    model = lru_torch.Model(spec)
+    lru_torch.load_checkpoint(model, checkpoint)
+    with torch.no_grad():
+        loss, preds = model(inputs, train=False)
+    forward = (loss.item(), preds.numpy())
+    loss, preds = model(inputs, train=True, dropout_key=key)
+    loss.backward()
+    buffers = dict(model.named_buffers())
+    new_state = {k: v.numpy().copy() for k, v in buffers.items()}
+    grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters()}
+    lru_torch.adamw_step(model, lr, 1, library.manifest["optimizer"])
+    stepped = {k: p.detach().numpy() for k, p in model.named_parameters()}
+    moments = ({k: m.numpy() for k, (m, _) in model._adam.items()},
+               {k: v.numpy() for k, (_, v) in model._adam.items()})
+    return dict(forward=forward,
+                train=(loss.item(), preds.detach().numpy(), new_state),
+                grads=grads, step=(stepped, *moments, new_state))
+
+
+def jax_results(spec, checkpoint, library, inputs, key, lr):
+    import jax
+    import lru_jax
+    apply = lru_jax.make_model(spec)
+    p = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.params])
+    s = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.state])
+    x = {k: jax.numpy.asarray(v) for k, v in inputs.items()}
+    loss, (preds, _) = apply(p, s, x, train=False)
+    forward = (float(loss), np.asarray(preds))
+    grad_fn = jax.value_and_grad(
+        lambda p_: apply(p_, s, x, train=True, dropout_key=key), has_aux=True)
+    (t_loss, (t_preds, t_state)), grads = grad_fn(p)
+    zeros = {k: jax.numpy.zeros_like(v) for k, v in p.items()}
+    p1, (m1, v1) = lru_jax.adamw_step(p, grads, (zeros, zeros), lr, 1,
+                                      library.manifest["optimizer"])
+    as_np = lambda d: {k: np.asarray(v) for k, v in d.items()}
+    return dict(forward=forward,
+                train=(float(t_loss), np.asarray(t_preds), as_np(t_state)),
+                grads=as_np(grads),
+                step=(as_np(p1), as_np(m1), as_np(v1), as_np(t_state)))
+
+
+def compare_all(report, framework, ref, got, library, mask):
+    unpack = ModelLibrary.unpack
+    report.compare(framework, "forward loss", ref["forward"][0],
+                   got["forward"][0])
+    report.compare(framework, "forward predictions", ref["forward"][1],
+                   got["forward"][1], mask)
+    report.compare(framework, "train loss", ref["train"][0], got["train"][0])
+    report.compare(framework, "train predictions", ref["train"][1],
+                   got["train"][1], mask)
+    lruc_state = unpack(got["train"][2], library.state)
+    for name, value in lruc_state.items():
+        report.compare(framework, f"new {name}", ref["train"][2][name], value)
+    report.compare(framework, "backward loss", ref["train"][0], got["grad_loss"])
+    for name, value in unpack(got["grads"], library.params).items():
+        report.compare(framework, f"grad {name}", ref["grads"][name], value)
+    p1, m1, v1, s1 = got["step"]
+    for label, block, ref_named in (("param", p1, ref["step"][0]),
+                                    ("adam_m", m1, ref["step"][1]),
+                                    ("adam_v", v1, ref["step"][2])):
+        for name, value in unpack(block, library.params).items():
+            report.compare(framework, f"train_step {label} {name}",
+                           ref_named[name], value)
+    for name, value in unpack(s1, library.state).items():
+        report.compare(framework, f"train_step {name}", ref["step"][3][name],
+                       value)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="the .lru model file")
+    parser.add_argument("-D", dest="defines", action="append", default=[],
+                        metavar="NAME=VALUE", help="override a constant")
+    parser.add_argument("--lruc", default="lruc", help="the lruc to run")
+    parser.add_argument("--frameworks", default="torch,jax",
+                        help="comma-separated: torch, jax (default both)")
+    parser.add_argument("--batch", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--atol", type=float, default=1e-6)
+    parser.add_argument("--checkpoint",
+                        help="an lruc safetensors checkpoint (lru-train's) to "
+                             "run instead of the library's initial values")
+    parser.add_argument("--keep", help="keep the library and checkpoint here")
+    args = parser.parse_args()
+    defines = dict(d.split("=", 1) for d in args.defines)
+
+    spec = load_spec(args.lruc, args.model, defines)
+    work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="lruc-agree-"))
+    work.mkdir(parents=True, exist_ok=True)
+    library_path = work / f"{spec.name}.so"
+    command = [args.lruc, args.model, "--no-train", "-o", str(library_path)]
+    command += [f"-D{k}={v}" for k, v in defines.items()]
+    subprocess.run(command, check=True)
+    library = ModelLibrary(library_path)
+
+    from safetensors.numpy import load_file, save_file
+    if args.checkpoint:
+        checkpoint = pathlib.Path(args.checkpoint)
+        named = load_file(str(checkpoint))
+        params = ModelLibrary.pack(named, library.params, library.param_floats)
+        state = ModelLibrary.pack(named, library.state, library.state_floats)
+    else:
+        params, state = library.init(args.seed)
+        checkpoint = work / "init.safetensors"
+        named = {**ModelLibrary.unpack(params, library.params),
+                 **ModelLibrary.unpack(state, library.state)}
+        save_file({k: np.ascontiguousarray(v) for k, v in named.items()},
+                  str(checkpoint))
+
+    inputs = make_inputs(library, args.batch, args.seed)
+    key = (1234 + args.seed, 3)
+    lr = 2e-3
+    got = lruc_results(library, params, state, inputs, key, lr)
+    report = Report(args.rtol, args.atol)
+    mask = output_mask(library, inputs)
+    for framework in args.frameworks.split(","):
+        run = {"torch": torch_results, "jax": jax_results}[framework]
+        ref = run(spec, checkpoint, library, inputs, key, lr)
+        before = len(report.failures)
+        compare_all(report, framework, ref, got, library, mask)
+        print(f"{spec.name} {framework}: loss lruc {got['train'][0]:.6f} "
+              f"{framework} {ref['train'][0]:.6f}; "
+              f"{len(report.failures) - before} of the checks disagree")
+    for failure in report.failures:
+        print("  DISAGREE " + failure)
+    print(f"{spec.name}: {report.checks} checks, "
+          f"{len(report.failures)} disagree")
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

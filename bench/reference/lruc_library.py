@@ -1,0 +1,247 @@
+"""A compiled lruc model library, called from Python through its C ABI.
+
+`lruc model.lru -o model.so` writes a library that exports `lruc_model_get`
+(runtime/include/lruc_model.h, ABI version 3). This module binds it with
+ctypes and NumPy so that the reference implementations can run lruc on the
+same parameters and inputs as themselves. Parameters travel as one float32
+block (the manifest gives each one's offset and shape); `unpack` and `pack`
+convert between the block and a {name: array} dictionary.
+"""
+
+import ctypes
+import json
+
+import numpy as np
+
+ABI_VERSION = 3
+
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+_c_int64_p = ctypes.POINTER(ctypes.c_int64)
+_c_void_pp = ctypes.POINTER(ctypes.c_void_p)
+_c_float_pp = ctypes.POINTER(_c_float_p)
+_error_args = (ctypes.c_char_p, ctypes.c_size_t)
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("shape", _c_int64_p)]
+
+
+class _ParamInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("group", ctypes.c_int32),
+                ("rank", ctypes.c_int32), ("shape", _c_int64_p),
+                ("offset", ctypes.c_uint64), ("size", ctypes.c_uint64),
+                ("init", ctypes.c_char_p)]
+
+
+_Init = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, _c_float_p,
+                         _c_float_p, *_error_args)
+_Forward = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                            _c_float_p, _c_void_pp, _c_float_pp, *_error_args)
+_ForwardTrain = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                                 _c_float_p, _c_void_pp, _c_int64_p,
+                                 _c_float_pp, _c_float_p, *_error_args)
+_Backward = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                             _c_float_p, _c_void_pp, _c_int64_p, _c_float_p,
+                             _c_float_p, *_error_args)
+_TrainStep = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                              _c_float_p, _c_float_p, _c_float_p,
+                              ctypes.c_float, ctypes.c_float, _c_void_pp,
+                              _c_int64_p, _c_float_pp, *_error_args)
+_StepReset = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                              *_error_args)
+_Step = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, _c_float_p,
+                         _c_float_p, _c_float_p, _c_void_pp, _c_float_pp,
+                         *_error_args)
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32),
+        ("name", ctypes.c_char_p), ("manifest", ctypes.c_char_p),
+        ("param_floats", ctypes.c_uint64), ("state_floats", ctypes.c_uint64),
+        ("num_params", ctypes.c_int32), ("params", ctypes.POINTER(_ParamInfo)),
+        ("num_state", ctypes.c_int32), ("state", ctypes.POINTER(_ParamInfo)),
+        ("num_inputs", ctypes.c_int32),
+        ("inputs", ctypes.POINTER(_TensorInfo)),
+        ("num_outputs", ctypes.c_int32),
+        ("outputs", ctypes.POINTER(_TensorInfo)),
+        ("init", _Init), ("forward", _Forward),
+        ("forward_train", _ForwardTrain), ("backward", _Backward),
+        ("train_step", _TrainStep),
+        ("step_unavailable", ctypes.c_char_p),
+        ("carry_floats", ctypes.c_uint64),
+        ("num_step_inputs", ctypes.c_int32),
+        ("step_inputs", ctypes.POINTER(_TensorInfo)),
+        ("num_step_outputs", ctypes.c_int32),
+        ("step_outputs", ctypes.POINTER(_TensorInfo)),
+        ("step_reset", _StepReset), ("step", _Step),
+    ]
+
+
+class LibraryError(RuntimeError):
+    """An entry point of the library returned an error."""
+
+
+_NUMPY_DTYPES = {"float": np.float32, "int32_t": np.int32, "int64_t": np.int64}
+
+
+def _ptr(array, ctype=ctypes.c_float):
+    return array.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+class ModelLibrary:
+    """One loaded model library: its manifest and its entry points."""
+
+    def __init__(self, path):
+        self._dll = ctypes.CDLL(str(path))
+        get = self._dll.lruc_model_get
+        get.restype = ctypes.POINTER(_Model)
+        get.argtypes = [ctypes.c_uint32]
+        model = get(ABI_VERSION)
+        if not model:
+            raise LibraryError(f"{path}: the library does not speak ABI version "
+                               f"{ABI_VERSION}: rebuild it with this lruc")
+        self._model = model.contents
+        self.manifest = json.loads(self._model.manifest.decode())
+        self.name = self.manifest["model"]
+        self.params = self.manifest["params"]
+        self.state = self.manifest["state"]
+        self.inputs = self.manifest["inputs"]
+        self.outputs = self.manifest["outputs"]
+        self.param_floats = int(self._model.param_floats)
+        self.state_floats = int(self._model.state_floats)
+
+    # -- blocks <-> named arrays ------------------------------------------
+    @staticmethod
+    def unpack(block, entries):
+        """{name: array} views of a parameter (or state) block."""
+        out = {}
+        for e in entries:
+            size = int(np.prod(e["shape"], dtype=np.int64))
+            out[e["name"]] = block[e["offset"]:e["offset"] + size].reshape(
+                e["shape"])
+        return out
+
+    @staticmethod
+    def pack(named, entries, floats):
+        """A float32 block holding `named` (every entry must be present)."""
+        block = np.zeros(floats, np.float32)
+        for e in entries:
+            if e["name"] not in named:
+                raise KeyError(f"no tensor named {e['name']}")
+            value = np.asarray(named[e["name"]], np.float32)
+            if list(value.shape) != list(e["shape"]):
+                raise ValueError(f"{e['name']}: shape {list(value.shape)}, the "
+                                 f"model's is {e['shape']}")
+            block[e["offset"]:e["offset"] + value.size] = value.reshape(-1)
+        return block
+
+    # -- calls -------------------------------------------------------------
+    def _call(self, fn, *args):
+        error = ctypes.create_string_buffer(4096)
+        if fn(*args, error, len(error)) != 0:
+            raise LibraryError(f"{self.name}: {error.value.decode()}")
+
+    def _inputs(self, inputs):
+        """(batch, void** array, keep-alive list) of the model inputs."""
+        arrays, batch = [], None
+        for info in self.inputs:
+            value = np.ascontiguousarray(inputs[info["name"]],
+                                         _NUMPY_DTYPES[info["dtype"]])
+            arrays.append(value)
+            if info["shape"] and info["shape"][0] == -1:
+                batch = value.shape[0]
+        pointers = (ctypes.c_void_p * len(arrays))(
+            *[a.ctypes.data for a in arrays])
+        return batch, pointers, arrays
+
+    def _output_arrays(self, batch):
+        arrays = [np.zeros([batch if d == -1 else d for d in o["shape"]],
+                           np.float32) for o in self.outputs]
+        pointers = (_c_float_p * len(arrays))(*[_ptr(a) for a in arrays])
+        return arrays, pointers
+
+    def init(self, seed):
+        params = np.zeros(self.param_floats, np.float32)
+        state = np.zeros(max(self.state_floats, 1), np.float32)
+        self._call(self._model.init, seed, _ptr(params), _ptr(state))
+        return params, state[:self.state_floats]
+
+    def forward(self, params, state, inputs):
+        """Inference: the loss and the predictions."""
+        batch, pointers, keep = self._inputs(inputs)
+        outputs, out_ptrs = self._output_arrays(batch)
+        state = np.ascontiguousarray(state, np.float32)
+        self._call(self._model.forward, batch, _ptr(params), _ptr(state),
+                   pointers, out_ptrs)
+        del keep
+        return outputs
+
+    def forward_train(self, params, state, inputs, dropout_key):
+        """Train mode: the loss, the predictions and the new running stats."""
+        batch, pointers, keep = self._inputs(inputs)
+        outputs, out_ptrs = self._output_arrays(batch)
+        key = np.asarray(dropout_key, np.int64)
+        new_state = np.zeros(max(self.state_floats, 1), np.float32)
+        state = np.ascontiguousarray(state, np.float32)
+        self._call(self._model.forward_train, batch, _ptr(params), _ptr(state),
+                   pointers, _ptr(key, ctypes.c_int64), out_ptrs,
+                   _ptr(new_state))
+        del keep
+        return outputs, new_state[:self.state_floats]
+
+    def backward(self, params, state, inputs, dropout_key):
+        """The train-mode loss and the gradient block."""
+        batch, pointers, keep = self._inputs(inputs)
+        key = np.asarray(dropout_key, np.int64)
+        loss = np.zeros(1, np.float32)
+        grads = np.zeros(self.param_floats, np.float32)
+        state = np.ascontiguousarray(state, np.float32)
+        self._call(self._model.backward, batch, _ptr(params), _ptr(state),
+                   pointers, _ptr(key, ctypes.c_int64), _ptr(loss), _ptr(grads))
+        del keep
+        return float(loss[0]), grads
+
+    def train_step(self, params, adam_m, adam_v, state, lr, step, inputs,
+                   dropout_key):
+        """One AdamW step on copies: (outputs, params, m, v, state)."""
+        params, adam_m, adam_v = (np.array(a, np.float32)
+                                  for a in (params, adam_m, adam_v))
+        state = np.array(state, np.float32)
+        state_block = state if state.size else np.zeros(1, np.float32)
+        batch, pointers, keep = self._inputs(inputs)
+        outputs, out_ptrs = self._output_arrays(batch)
+        key = np.asarray(dropout_key, np.int64)
+        self._call(self._model.train_step, batch, _ptr(params), _ptr(adam_m),
+                   _ptr(adam_v), _ptr(state_block), float(lr), float(step),
+                   pointers, _ptr(key, ctypes.c_int64), out_ptrs)
+        del keep
+        return outputs, params, adam_m, adam_v, state_block[:state.size]
+
+    # -- step mode ---------------------------------------------------------
+    @property
+    def step_mode(self):
+        return bool(self._model.step)
+
+    def step_reset(self, batch):
+        carry = np.zeros(batch * int(self._model.carry_floats), np.float32)
+        self._call(self._model.step_reset, batch, _ptr(carry))
+        return carry
+
+    def step(self, params, state, carry, inputs):
+        """Feeds one step (inputs shaped [batch, 1, ...]); carry in place."""
+        step_info = self.manifest["step"]
+        arrays = [np.ascontiguousarray(inputs[i["name"]],
+                                       _NUMPY_DTYPES[i["dtype"]])
+                  for i in step_info["inputs"]]
+        batch = arrays[0].shape[0]
+        pointers = (ctypes.c_void_p * len(arrays))(
+            *[a.ctypes.data for a in arrays])
+        outputs = [np.zeros([batch if d == -1 else d for d in o["shape"]],
+                            np.float32) for o in step_info["outputs"]]
+        out_ptrs = (_c_float_p * len(outputs))(*[_ptr(a) for a in outputs])
+        state = np.ascontiguousarray(state, np.float32)
+        self._call(self._model.step, batch, _ptr(params), _ptr(state),
+                   _ptr(carry), pointers, out_ptrs)
+        return outputs
