@@ -115,6 +115,24 @@ def torch_results(spec, checkpoint, library, inputs, key, lr):
     with torch.no_grad():
         loss, preds = model(inputs, train=False)
     forward = (loss.item(), preds.numpy())
+    # The benchmark's other forms of the same model: FFT convolutions for
+    # the scans, and step mode (one token at a time) on the full-length row.
+    model.fft = True
+    with torch.no_grad():
+        _, fft_preds = model(inputs, train=False)
+        try:
+            seq = next(v for k, v in inputs.items()
+                       if k in ("tokens", "features"))
+            carry = lru_torch.StepState(model, 1)
+            for t in range(seq.shape[1]):
+                step_preds = lru_torch.step(
+                    model, torch.as_tensor(seq[:1, t]).long()
+                    if seq.dtype == np.int32 else torch.as_tensor(seq[:1, t]),
+                    carry)
+            step_preds = step_preds.numpy()
+        except (ValueError, StopIteration):
+            step_preds = None
+    model.fft = False
     loss, preds = model(inputs, train=True, dropout_key=key)
     loss.backward()
     buffers = dict(model.named_buffers())
@@ -124,7 +142,7 @@ def torch_results(spec, checkpoint, library, inputs, key, lr):
     stepped = {k: p.detach().numpy() for k, p in model.named_parameters()}
     moments = ({k: m.numpy() for k, (m, _) in model._adam.items()},
                {k: v.numpy() for k, (_, v) in model._adam.items()})
-    return dict(forward=forward,
+    return dict(forward=forward, fft=fft_preds.numpy(), stream=step_preds,
                 train=(loss.item(), preds.detach().numpy(), new_state),
                 grads=grads, step=(stepped, *moments, new_state))
 
@@ -157,6 +175,12 @@ def compare_all(report, framework, ref, got, library, mask):
                    got["forward"][0])
     report.compare(framework, "forward predictions", ref["forward"][1],
                    got["forward"][1], mask)
+    if "fft" in ref:
+        report.compare(framework, "forward predictions (FFT scans)",
+                       ref["fft"], got["forward"][1], mask)
+    if ref.get("stream") is not None:
+        report.compare(framework, "step mode predictions after every step",
+                       ref["stream"], got["forward"][1][:1])
     report.compare(framework, "train loss", ref["train"][0], got["train"][0])
     report.compare(framework, "train predictions", ref["train"][1],
                    got["train"][1], mask)

@@ -35,9 +35,15 @@ def scan(lam, b):
     return x
 
 
-def reverse_scan(lam, b):
-    flip = lambda t: t.flip(1) if t.dim() == 3 else t
-    return scan(flip(lam), b.flip(1)).flip(1)
+def fft_scan(lam, b):
+    """The same for a constant lam: a causal convolution of b with lam^t,
+    through FFTs of length 2L (O(L log L), no per-round copies)."""
+    steps = b.shape[1]
+    powers = lam[None, :] ** torch.arange(steps, dtype=torch.float32)[:, None]
+    n = 2 * steps
+    x = torch.fft.ifft(torch.fft.fft(b, n, dim=1) *
+                       torch.fft.fft(powers, n, dim=0)[None], dim=1)
+    return x[:, :steps]
 
 
 def prefix_mask(lengths, steps):
@@ -48,8 +54,8 @@ def prefix_mask(lengths, steps):
 class Ctx:
     """What the layers of one tower call see: padding, mode, dropout."""
 
-    def __init__(self, mask, train, dropout_key, first_site):
-        self.mask, self.train = mask, train
+    def __init__(self, mask, train, dropout_key, first_site, fft=False):
+        self.mask, self.train, self.fft = mask, train, fft
         self.dropout_key, self.site = dropout_key, first_site
 
 
@@ -79,18 +85,32 @@ class LRU(nn.Module):
                                             for _ in range(2))
         self.bidirectional = bidirectional
 
-    def forward(self, u, ctx):
+    def discretised(self):
+        """λ and the γ-scaled B."""
         lam = torch.exp(torch.complex(-torch.exp(self.nu_log),
                                       torch.exp(self.theta_log)))
         B_re, B_im = self.B_re, self.B_im
         if self.gamma_log is not None:
             gamma = torch.exp(self.gamma_log)[:, None]
             B_re, B_im = B_re * gamma, B_im * gamma
+        return lam, B_re, B_im
+
+    def forward(self, u, ctx):
+        lam, B_re, B_im = self.discretised()
         b = complex_input(u, B_re, B_im) * ctx.mask[..., None]
-        y = readout(scan(lam, b), self.C_re, self.C_im) + self.D * u
+        x = fft_scan(lam, b) if ctx.fft else scan(lam, b)
+        y = readout(x, self.C_re, self.C_im) + self.D * u
         if self.bidirectional:
-            y = y + readout(reverse_scan(lam, b), self.C_rev_re, self.C_rev_im)
+            x_rev = (fft_scan(lam, b.flip(1)) if ctx.fft
+                     else scan(lam, b.flip(1))).flip(1)
+            y = y + readout(x_rev, self.C_rev_re, self.C_rev_im)
         return y * ctx.mask[..., None]
+
+    def step(self, u, state):
+        """One step of a causal LRU: u [B, H], state [B, N] complex."""
+        lam, B_re, B_im = self.discretised()
+        state = lam * state + complex_input(u, B_re, B_im)
+        return readout(state, self.C_re, self.C_im) + self.D * u, state
 
 
 class GLRU(nn.Module):
@@ -258,11 +278,23 @@ class Block(nn.Module):
             y = layer(y, ctx)
         return x + y
 
+    def step(self, x, ctx, states):
+        """One step of inference ([B, H]); LRU states in `states`, in order."""
+        y = self.norm(x[:, None], ctx)[:, 0] if self.norm is not None else x
+        for layer in self.layers:
+            if isinstance(layer, LRU):
+                y, states[layer] = layer.step(y, states[layer])
+            else:
+                y = layer(y, ctx)
+        return x + y
+
 
 class Model(nn.Module):
-    def __init__(self, spec):
+    def __init__(self, spec, fft=False):
+        """fft: the LRU's scans as FFT convolutions instead of the parallel
+        scan (the faster one depends on the model and machine)."""
         super().__init__()
-        self.spec = spec
+        self.spec, self.fft = spec, fft
         inp, enc = spec.input, spec.encoder
         h = enc.args["width"]
         if enc.args["kind"] == "embedding":
@@ -290,7 +322,8 @@ class Model(nn.Module):
 
     def tower(self, seq, lengths, train, dropout_key, tower_index):
         mask = prefix_mask(lengths, seq.shape[1])
-        ctx = Ctx(mask, train, dropout_key, tower_index * self.sites_per_tower)
+        ctx = Ctx(mask, train, dropout_key, tower_index * self.sites_per_tower,
+                  self.fft)
         x = self.encoder(seq)
         for block in self.blocks:
             x = block(x, ctx)
@@ -335,6 +368,34 @@ class Model(nn.Module):
             else:
                 loss = err.mean()
         return loss, logits
+
+
+class StepState:
+    """What a causal model carries from token to token: each LRU's complex
+    state and the running sum of mean pooling."""
+
+    def __init__(self, model, batch):
+        n = lambda lru: lru.nu_log.shape[0]
+        self.lru = {layer: torch.zeros(batch, n(layer), dtype=torch.complex64)
+                    for block in model.blocks for layer in block.layers
+                    if isinstance(layer, LRU)}
+        self.sum, self.count = 0.0, 0
+
+
+def step(model, tokens, carry):
+    """Predictions after one more step of every sequence (inference);
+    tokens/features of this step are [B] / [B, C]. Causal models only."""
+    if model.spec.input.args["kind"] == "token_pairs" or any(
+            isinstance(l, GLRU) or (isinstance(l, LRU) and l.bidirectional)
+            for b in model.blocks for l in b.layers) or \
+            model.spec.pool != "mean":
+        raise ValueError("step mode needs a causal model with mean pooling")
+    ctx = Ctx(torch.ones(tokens.shape[0], 1), False, (0, 0), 0)
+    x = model.encoder(tokens)
+    for block in model.blocks:
+        x = block.step(x, ctx, carry.lru)
+    carry.sum, carry.count = carry.sum + x, carry.count + 1
+    return model.head(carry.sum / carry.count)
 
 
 def load_checkpoint(model, path):

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""lruc against PyTorch on this CPU, on the same model, weights and batch.
+
+For each configuration: forward (inference), forward + backward (train
+mode), a full train step (forward, backward, AdamW) and step-mode inference
+per token (causal models), timed for lruc's CPU library and for PyTorch
+eager in both of its scan forms (the parallel scan and the FFT
+convolution); the ratio is the faster PyTorch form over lruc. lruc and
+PyTorch run in separate processes (both link OpenBLAS, and lruc's library
+sets its thread count), each with every core. PyTorch's sgemm rate is
+measured in the same run, to show it uses an optimised BLAS.
+
+  bench/compare/cpu.py                        every Table 9 model (models/)
+  bench/compare/cpu.py MODEL.lru BATCH [-D NAME=VALUE ...]   one model
+Run with the reference Python (bench/reference/setup.sh):
+  .venv-reference/bin/python bench/compare/cpu.py
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "reference"))
+
+# Table 9 of Orvieto et al. 2023 as written in models/, at the batches of
+# bench/cpu/run.sh (what fits a 24 GiB, 2-core machine).
+TABLE9 = [("listops", 8), ("text", 2), ("retrieval", 2), ("scifar", 4),
+          ("pathfinder", 8), ("pathx", 1)]
+STEP_TOKENS = 64  # step mode: tokens timed after a warm-up
+
+
+def timed(fn, repeats):
+    fn()  # warm-up (allocations, caches, first-call work)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def make_inputs(library, batch, seed=0):
+    """Full-length sequences (no padding), random tokens or features."""
+    from agree import make_inputs as padded
+    inputs = padded(library, batch, seed)
+    for name in inputs:
+        if name.startswith("lengths"):
+            steps = library.inputs[0]["shape"][1]
+            inputs[name] = np.full(batch, steps, np.int32)
+    return inputs
+
+
+def run_lruc(args):
+    from lruc_library import ModelLibrary
+    library = ModelLibrary(args.library)
+    params, state = library.init(1)
+    inputs = make_inputs(library, args.batch)
+    key = (1, 1)
+    zeros = np.zeros_like(params)
+    out = {
+        "forward": timed(lambda: library.forward(params, state, inputs),
+                         args.repeats),
+        "forward+backward": timed(
+            lambda: library.backward(params, state, inputs, key), args.repeats),
+        "train step": timed(
+            lambda: library.train_step(params, zeros, zeros, state, 1e-3, 1.0,
+                                       inputs, key), args.repeats),
+    }
+    if library.step_mode:
+        seq_name = library.manifest["step"]["inputs"][0]["name"]
+        seq = inputs[seq_name]
+        carry = library.step_reset(args.batch)
+
+        def tokens():
+            for t in range(STEP_TOKENS):
+                library.step(params, state, carry, {seq_name: seq[:, t:t + 1]})
+        out["step (per token)"] = timed(tokens, 1) / STEP_TOKENS
+    return out
+
+
+def run_torch(args):
+    import torch
+    import lru_torch
+    from lruc_library import ModelLibrary
+    from model_spec import load_spec
+    torch.set_num_threads(os.cpu_count())
+    n = 1024
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    gemm = timed(lambda: torch.mm(a, b), 5)
+    out = {"sgemm GFLOP/s": 2 * n ** 3 / gemm / 1e9,
+           "torch": torch.__version__,
+           "threads": torch.get_num_threads()}
+    library = ModelLibrary(args.library)  # for the manifest and input shapes
+    spec = load_spec(args.lruc, args.model, args.define_map)
+    inputs = {k: torch.as_tensor(v) for k, v in
+              make_inputs(library, args.batch).items()}
+    steps = library.inputs[0]["shape"][1]
+    n_state = max([layer.args.get("state", 0) for _, layers in spec.blocks
+                   for layer in layers] + [0])
+    for form in ("scan", "fft"):
+        # The parallel scan keeps every round of [B, L, N] complex tensors
+        # for autograd; skip it where that would not fit in memory.
+        rounds = max(1, (steps - 1).bit_length())
+        need = 3 * rounds * args.batch * steps * n_state * 8 * len(spec.blocks)
+        if form == "scan" and need > args.torch_memory * 2 ** 30:
+            out[form] = {"skipped": f"the parallel scan would keep about "
+                                    f"{need / 2 ** 30:.0f} GiB"}
+            continue
+        model = lru_torch.Model(spec, fft=(form == "fft"))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3,
+                                      foreach=True)
+
+        def forward():
+            with torch.no_grad():
+                model(inputs, train=False)
+
+        def forward_backward():
+            model.zero_grad(set_to_none=True)
+            loss, _ = model(inputs, train=True, dropout_key=(1, 1))
+            loss.backward()
+
+        def train_step():
+            forward_backward()
+            optimizer.step()
+
+        times = {"forward": timed(forward, args.repeats),
+                 "forward+backward": timed(forward_backward, args.repeats),
+                 "train step": timed(train_step, args.repeats)}
+        if library.step_mode:
+            seq = inputs.get("tokens", inputs.get("features"))
+
+            def tokens():
+                carry = lru_torch.StepState(model, args.batch)
+                with torch.no_grad():
+                    for t in range(STEP_TOKENS):
+                        lru_torch.step(model, seq[:, t], carry)
+            times["step (per token)"] = timed(tokens, 1) / STEP_TOKENS
+        out[form] = times
+    return out
+
+
+def side(args, which):
+    """Runs one side in its own process; its JSON result."""
+    command = [sys.executable, __file__, "--side", which, "--library",
+               str(args.library), "--lruc", args.lruc, "--repeats",
+               str(args.repeats), "--torch-memory", str(args.torch_memory),
+               args.model, str(args.batch)]
+    command += [f"-D{d}" for d in args.defines]
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1" if which == "lruc" else
+                   str(os.cpu_count()))
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"{which} side failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def compare(args):
+    work = pathlib.Path(tempfile.mkdtemp(prefix="lruc-compare-"))
+    args.library = work / "model.so"
+    # A model shrunk with -D may no longer fit its task: drop the train
+    # section then (the optimizer's defaults cost the same).
+    subprocess.run([args.lruc, args.model, "-o", str(args.library)] +
+                   [f"-D{d}" for d in args.defines] +
+                   (["--no-train"] if args.defines else []), check=True)
+    lruc = side(args, "lruc")
+    torch = side(args, "torch")
+    name = pathlib.Path(args.model).stem
+    print(f"== {name} {' '.join('-D' + d for d in args.defines)} "
+          f"(batch {args.batch}); PyTorch {torch['torch']}, "
+          f"{torch['threads']} threads, sgemm {torch['sgemm GFLOP/s']:.0f} "
+          f"GFLOP/s")
+    print(f"{'':18} {'lruc ms':>10} {'torch scan':>11} {'torch fft':>10} "
+          f"{'speed-up':>9}")
+    rows = {}
+    for op, t in lruc.items():
+        ref = [torch[f][op] for f in ("scan", "fft")
+               if op in torch.get(f, {})]
+        cell = lambda f: (f"{torch[f][op] * 1e3:10.2f}" if op in torch.get(f, {})
+                          else f"{'-':>10}")
+        ratio = min(ref) / t if ref else float("nan")
+        rows[op] = {"lruc_s": t, "speedup": ratio,
+                    **{f"torch_{f}_s": torch[f].get(op)
+                       for f in ("scan", "fft") if "skipped" not in torch[f]}}
+        print(f"{op:18} {t * 1e3:10.2f} {cell('scan'):>11} {cell('fft')} "
+              f"{ratio:8.1f}x")
+    for f in ("scan", "fft"):
+        if "skipped" in torch[f]:
+            print(f"  torch {f}: skipped, {torch[f]['skipped']}")
+    print()
+    return {"model": name, "batch": args.batch, "torch": torch["torch"],
+            "sgemm_gflops": torch["sgemm GFLOP/s"], "ops": rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", nargs="?")
+    parser.add_argument("batch", nargs="?", type=int)
+    parser.add_argument("-D", dest="defines", action="append", default=[])
+    parser.add_argument("--lruc", default=str(ROOT / "build" / "bin" / "lruc"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch-memory", type=float, default=16,
+                        help="GiB the parallel scan may keep (default 16)")
+    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--side", choices=("lruc", "torch"),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--library", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.define_map = dict(d.split("=", 1) for d in args.defines)
+    if args.side:
+        run = run_lruc if args.side == "lruc" else run_torch
+        print(json.dumps(run(args)))
+        return 0
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores")
+    configs = ([(args.model, args.batch)] if args.model else
+               [(str(ROOT / "models" / f"{m}.lru"), b) for m, b in TABLE9])
+    results = []
+    for model, batch in configs:
+        args.model, args.batch = model, batch
+        results.append(compare(args))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
