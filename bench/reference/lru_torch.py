@@ -303,8 +303,7 @@ class Model(nn.Module):
             self.encoder = nn.Linear(inp.args["channels"], h)
         prefixes = {}
         for index, layer, prefix in spec.param_layers():
-            prefixes.setdefault(index, []).append(
-                prefix if prefix.count(".") >= 2 else None)
+            prefixes.setdefault(index, []).append(prefix)
         self.blocks = nn.ModuleList(
             [Block(block, layers, prefixes[i], h)
              for i, (block, layers) in enumerate(spec.blocks)])

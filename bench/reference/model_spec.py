@@ -36,7 +36,8 @@ class Spec:
     loss: str
 
     def param_layers(self):
-        """(block index, layer node, parameter prefix) for every layer."""
+        """(block index, layer node, parameter prefix) for every layer; the
+        prefix is None for a layer without parameters."""
         for index, (block, layers) in enumerate(self.blocks):
             counts = {}
             for layer in layers:
@@ -44,9 +45,9 @@ class Spec:
                     counts[layer.kind] = counts.get(layer.kind, 0) + 1
             seen = {}
             for layer in layers:
-                prefix = f"blocks.{index}"
+                prefix = None
                 if layer.kind in _PARAM_KINDS:
-                    prefix += f".{layer.kind}"
+                    prefix = f"blocks.{index}.{layer.kind}"
                     if counts[layer.kind] > 1:
                         prefix += f".{seen.get(layer.kind, 0)}"
                         seen[layer.kind] = seen.get(layer.kind, 0) + 1

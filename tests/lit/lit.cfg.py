@@ -33,9 +33,12 @@ if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 config.substitutions.append(("%reference_python", config.reference_python))
 config.substitutions.append(
     ("%reference", os.path.join(config.lruc_src_root, "bench", "reference")))
-for module in ("torch", "jax"):
-    if config.reference_python and os.path.exists(config.reference_python) and \
-            subprocess.run([config.reference_python, "-c",
-                            f"import {module}, safetensors"],
-                           capture_output=True).returncode == 0:
+if config.reference_python and os.path.exists(config.reference_python):
+    probe = subprocess.run(
+        [config.reference_python, "-c",
+         "import importlib.util as u\n"
+         "print(*[m for m in ('torch', 'jax')\n"
+         "        if u.find_spec(m) and u.find_spec('safetensors')])"],
+        capture_output=True, text=True)
+    for module in probe.stdout.split():
         config.available_features.add(module)
