@@ -10,7 +10,7 @@ PyTorch run in separate processes (both link OpenBLAS, and lruc's library
 sets its thread count), each with every core. PyTorch's sgemm rate is
 measured in the same run, to show it uses an optimised BLAS.
 
-  bench/compare/cpu.py                        every Table 9 model (models/)
+  bench/compare/cpu.py [--configs listops,text]  Table 9 models (models/)
   bench/compare/cpu.py MODEL.lru BATCH [-D NAME=VALUE ...]   one model
 Run with the reference Python (bench/reference/setup.sh):
   .venv-reference/bin/python bench/compare/cpu.py
@@ -78,12 +78,17 @@ def run_lruc(args):
     if library.step_mode:
         seq_name = library.manifest["step"]["inputs"][0]["name"]
         seq = inputs[seq_name]
-        carry = library.step_reset(args.batch)
+        # The batch of the other rows, and one stream (batch 1): streaming
+        # inference of a single sequence.
+        for rows, label in ((args.batch, "step (per token)"),
+                            (1, "step, batch 1")):
+            carry = library.step_reset(rows)
 
-        def tokens():
-            for t in range(STEP_TOKENS):
-                library.step(params, state, carry, {seq_name: seq[:, t:t + 1]})
-        out["step (per token)"] = timed(tokens, 1) / STEP_TOKENS
+            def tokens():
+                for t in range(STEP_TOKENS):
+                    library.step(params, state, carry,
+                                 {seq_name: seq[:rows, t:t + 1]})
+            out[label] = timed(tokens, 1) / STEP_TOKENS
     return out
 
 
@@ -138,12 +143,14 @@ def run_torch(args):
         if library.step_mode:
             seq = inputs.get("tokens", inputs.get("features"))
 
-            def tokens():
-                carry = lru_torch.StepState(model, args.batch)
-                with torch.no_grad():
-                    for t in range(STEP_TOKENS):
-                        lru_torch.step(model, seq[:, t], carry)
-            times["step (per token)"] = timed(tokens, 1) / STEP_TOKENS
+            for rows, label in ((args.batch, "step (per token)"),
+                                (1, "step, batch 1")):
+                def tokens():
+                    carry = lru_torch.StepState(model, rows)
+                    with torch.no_grad():
+                        for t in range(STEP_TOKENS):
+                            lru_torch.step(model, seq[:rows, t], carry)
+                times[label] = timed(tokens, 1) / STEP_TOKENS
         out[form] = times
     return out
 
@@ -211,6 +218,9 @@ def main():
     parser.add_argument("--torch-memory", type=float, default=16,
                         help="GiB the parallel scan may keep (default 16)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--configs",
+                        help="comma-separated Table 9 models to run "
+                             "(default: all)")
     parser.add_argument("--side", choices=("lruc", "torch"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--library", help=argparse.SUPPRESS)
@@ -221,8 +231,13 @@ def main():
         print(json.dumps(run(args)))
         return 0
     print(f"machine: {cpu_name()}, {os.cpu_count()} cores")
+    wanted = args.configs.split(",") if args.configs else [m for m, _ in TABLE9]
+    unknown = set(wanted) - {m for m, _ in TABLE9}
+    if unknown:
+        parser.error(f"--configs: no Table 9 model {', '.join(sorted(unknown))}")
     configs = ([(args.model, args.batch)] if args.model else
-               [(str(ROOT / "models" / f"{m}.lru"), b) for m, b in TABLE9])
+               [(str(ROOT / "models" / f"{m}.lru"), b) for m, b in TABLE9
+                if m in wanted])
     results = []
     for model, batch in configs:
         args.model, args.batch = model, batch

@@ -42,3 +42,21 @@ if config.reference_python and os.path.exists(config.reference_python):
         capture_output=True, text=True)
     for module in probe.stdout.split():
         config.available_features.add(module)
+
+# tests/lit/cuda: the generated kernels through NVRTC (opened at run time,
+# as lruc opens it) to PTX, and ptxas, where the CUDA toolkit has both.
+def nvrtc_loads():
+    import ctypes
+    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                 "/usr/local/cuda/lib64/libnvrtc.so"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return False
+
+
+config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
+if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
+    config.available_features.add("nvrtc")

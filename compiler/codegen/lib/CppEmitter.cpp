@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EmitSupport.h"
 #include "lruc/Autodiff.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
@@ -35,6 +36,7 @@
 #include <string>
 
 using namespace mlir;
+using namespace lruc::emit;
 
 namespace lruc {
 namespace {
@@ -89,87 +91,11 @@ Layout layoutOf(func::FuncOp forwardTrain) {
 // Types and sizes
 //===----------------------------------------------------------------------===//
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-bool isComplex(Type type) {
-  return isa<ComplexType>(cast<ShapedType>(type).getElementType());
-}
-
-/// The C++ element type of a tensor type, or "" if it has none here.
-std::string elementType(Type type) {
-  Type e = cast<ShapedType>(type).getElementType();
-  if (e.isF32())
-    return "float";
-  if (isa<ComplexType>(e))
-    return "cfloat";
-  if (e.isInteger(32))
-    return "int32_t";
-  if (e.isInteger(64))
-    return "int64_t";
-  return "";
-}
-
-/// A dim as C++: the batch `B` when dynamic.
-std::string dimExpr(int64_t d) {
-  return ShapedType::isDynamic(d) ? "B" : std::to_string(d);
-}
-
-/// The product of `dims` as C++.
-std::string productExpr(ArrayRef<int64_t> dims) {
-  if (dims.empty())
-    return "1";
-  std::string s;
-  for (int64_t d : dims)
-    s += (s.empty() ? "" : " * ") + dimExpr(d);
-  return s;
-}
-
 std::string shapeExpr(RankedTensorType type) {
   std::string s = "Shape{" + std::to_string(type.getRank()) + ", {";
   for (int64_t i = 0; i < type.getRank(); ++i)
     s += (i ? ", " : "") + dimExpr(type.getDimSize(i));
   return s + "}}";
-}
-
-std::string floatLiteral(double v) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format("%.9g", v);
-  os.flush();
-  if (s.find_first_of(".en") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
-
-/// The C++ literals of `attr`'s elements (one for a splat).
-std::vector<std::string> elementLiterals(DenseElementsAttr attr) {
-  std::vector<std::string> values;
-  Type e = attr.getElementType();
-  size_t n = attr.isSplat() ? 1 : size_t(attr.getNumElements());
-  if (e.isF32()) {
-    auto all = attr.getValues<APFloat>();
-    for (size_t i = 0; i < n; ++i)
-      values.push_back(floatLiteral(all[i].convertToDouble()));
-  } else if (isa<ComplexType>(e)) {
-    auto all = attr.getValues<std::complex<APFloat>>();
-    for (size_t i = 0; i < n; ++i) {
-      std::complex<APFloat> c = all[i];
-      values.push_back("cfloat(" + floatLiteral(c.real().convertToDouble()) +
-                       ", " + floatLiteral(c.imag().convertToDouble()) + ")");
-    }
-  } else {
-    auto all = attr.getValues<APInt>();
-    for (size_t i = 0; i < n; ++i)
-      values.push_back(std::to_string(all[i].getSExtValue()));
-  }
-  return values;
-}
-
-/// The value of a splat constant (lru.fused copies them in) as C++.
-std::string splatLiteral(arith::ConstantOp op) {
-  return elementLiterals(cast<DenseElementsAttr>(op.getValue()))[0];
 }
 
 /// A param's init as JSON: {"kind": ..., and its args}.
@@ -338,19 +264,6 @@ private:
     return dimExpr(tensorType(v).getDimSize(i));
   }
 
-  /// `expr` with `$0`, `$1`, ... replaced by `args`.
-  static std::string substitute(StringRef expr, ArrayRef<std::string> args) {
-    std::string text = expr.str();
-    for (auto [i, arg] : llvm::enumerate(args)) {
-      std::string placeholder = "$" + std::to_string(i);
-      for (size_t at = 0;
-           (at = text.find(placeholder, at)) != std::string::npos;
-           at += arg.size())
-        text.replace(at, placeholder.size(), arg);
-    }
-    return text;
-  }
-
   /// An elementwise op alone: `y[i] = expr` for every element.
   LogicalResult emitElementwise(Operation *op, StringRef expr) {
     SmallVector<std::string> args;
@@ -372,8 +285,9 @@ private:
     // exp, GELU and sigmoid of whole layers scalar.
     Block &body = op.getBody().front();
     std::string kernel = "fused" + std::to_string(counter++);
+    emit::FusedBody element(op, "lruc::cpu", counter);
     SmallVector<std::string> params, args;
-    llvm::DenseMap<Value, std::string> scalars, pointers, restricted;
+    llvm::DenseMap<Value, std::string> restricted;
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
       std::string &local = restricted[input];
       if (local.empty()) {
@@ -382,8 +296,7 @@ private:
                          " *__restrict " + local);
         args.push_back(get(input));
       }
-      scalars[arg] = local + "[i]";
-      pointers[arg] = local;
+      element.bindInput(arg, local);
     }
     SmallVector<std::string> outputs;
     for (Value result : op.getResults()) {
@@ -392,34 +305,29 @@ private:
       args.push_back(define(result));
       outputs.push_back(local);
     }
-    // Nested loops, rows then the last dim, when the last dim is static: a
-    // bias then reads in[j] and a per-row value in[o], which vectorise,
-    // where the flat loop's (i / inner) % count does not. The rows (or the
-    // elements) are split across lruc's threads, at least 16K elements a
-    // part.
+    // Nested loops, rows then the last dim, when the last dim is static
+    // (emit::FusedLayout). The rows (or the elements) are split across
+    // lruc's threads, at least 16K elements a part; a group with a scan
+    // runs along the scan's time dim, one sequence a part.
+    const emit::FusedLayout &layout = element.getLayout();
     auto shape = tensorType(op.getResult(0)).getShape();
-    bool nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
-    std::string last = nested ? dimExpr(shape.back()) : "";
-    std::string rows = nested ? productExpr(shape.drop_back()) : "";
-    // A group with a scan runs along the scan's time dim, one sequence a
-    // part ([B, L, N], L and N static: the fusion pass checks).
-    lru::ScanOp scan = op.getScan();
-    std::string steps, lengths;
+    lru::ScanOp scan = layout.scan;
+    std::string lengths;
     if (scan) {
-      steps = dimExpr(shape[1]);
       if (Value l = scan.getLengths()) {
-        lengths = pointers.lookup(l);
+        lengths = element.arrayOf(l);
         Value outside = op.getInputs()[cast<BlockArgument>(l).getArgNumber()];
-        checked("lruc::cpu::checkLengths(" + get(outside) + ", B, " + steps +
-                ", error)");
+        checked("lruc::cpu::checkLengths(" + get(outside) + ", B, " +
+                layout.steps + ", error)");
       }
       os << "  lruc::cpu::parallelFor(B, "
          << std::max<int64_t>(1, 16384 / (shape[1] * shape[2]));
     } else {
       os << "  lruc::cpu::parallelFor("
-         << (nested ? rows : count(op.getResult(0))) << ", "
-         << (nested ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
-                    : "16384");
+         << (layout.nested ? layout.rows : count(op.getResult(0))) << ", "
+         << (layout.nested
+                 ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
+                 : "16384");
     }
     os << ", [&](int64_t begin, int64_t end) {\n    " << kernel
        << "(B, begin, end";
@@ -432,16 +340,9 @@ private:
     for (const std::string &p : params)
       k << ", " << p;
     k << ") {\n";
-    for (Operation &inner : body.without_terminator()) {
-      auto constant = dyn_cast<arith::ConstantOp>(inner);
-      if (!constant)
-        continue;
-      std::string name = "c" + std::to_string(counter++);
-      k << "  const " << elementType(constant.getType()) << " " << name << " = "
-        << splatLiteral(constant) << ";\n";
-      scalars[constant.getResult()] = name;
-    }
+    element.writeConstants(k);
     std::string state;
+    const std::string &last = layout.last;
     if (scan) {
       // The state of each channel stays in a local array across the time
       // loop; padded steps (t >= length) leave it alone and output 0, and a
@@ -452,10 +353,10 @@ private:
       state = "state" + std::to_string(counter++);
       Value init = scan.getInit();
       std::string initValue =
-          init ? pointers.lookup(init) + "[s * " + last + " + j]" : "0.0f";
+          init ? element.arrayOf(init) + "[s * " + last + " + j]" : "0.0f";
       k << "  for (int64_t s = begin; s < end; ++s) {\n"
         << "   const int64_t length = "
-        << (lengths.empty() ? steps : lengths + "[s]") << ";\n";
+        << (lengths.empty() ? layout.steps : lengths + "[s]") << ";\n";
       if (isComplex(scan.getType()))
         k << "   float " << state << "re[" << last << "], " << state << "im["
           << last << "];\n"
@@ -467,133 +368,29 @@ private:
         k << "   float " << state << "[" << last << "];\n"
           << "   for (int64_t j = 0; j < " << last << "; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
-      k << "   for (int64_t k = 0; k < " << steps << "; ++k) {\n"
+      k << "   for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
         << "    const int64_t t = "
         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
         << ";\n"
         << "    const bool real = t < length;\n"
-        << "    const int64_t o = s * " << steps << " + t;\n"
+        << "    const int64_t o = s * " << layout.steps << " + t;\n"
         << "    for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
-    } else if (nested) {
+    } else if (layout.nested) {
       k << "  for (int64_t o = begin; o < end; ++o) {\n"
         << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else {
       k << "  for (int64_t i = begin; i < end; ++i) {\n";
     }
-    for (Operation &inner : body.without_terminator()) {
-      if (isa<arith::ConstantOp>(inner))
-        continue;
-      if (auto broadcast = dyn_cast<lru::BroadcastOp>(inner)) {
-        // A contiguous broadcast reads its input at (i / inner) % count.
-        std::string name = "t" + std::to_string(counter++);
-        Value x = broadcast.getX();
-        int64_t inner = broadcast.getInnerCount();
-        std::string index =
-            broadcast.getDims().empty()
-                ? "0"
-                : "(i / " + std::to_string(inner) + ") % (" + count(x) + ")";
-        if (nested && inner == 1 && count(x) == last)
-          index = "j";
-        else if (nested && inner == shape.back() && count(x) == rows)
-          index = "o";
-        if (!pointers.count(x)) { // a splat constant, already a scalar
-          scalars[broadcast.getResult()] = scalars.lookup(x);
-          continue;
-        }
-        k << "    const " << elementType(x.getType()) << " " << name << " = "
-          << pointers.lookup(x) << "[" << index << "];\n";
-        scalars[broadcast.getResult()] = name;
-        continue;
-      }
-      if (scan && &inner == scan.getOperation()) {
-        Value lambda = scan.getLambda();
-        std::string l = tensorType(lambda).getRank() == 3
-                            ? scalars.lookup(lambda)
-                            : pointers.lookup(lambda) + "[j]";
-        std::string name = "t" + std::to_string(counter++);
-        std::string b = scalars.lookup(scan.getB());
-        if (isComplex(scan.getType())) {
-          // x = lambda * x + b on the parts.
-          std::string lv = name + "l", bv = name + "b", re = name + "re",
-                      im = name + "im";
-          std::string sr = state + "re[j]", si = state + "im[j]";
-          k << "    const cfloat " << lv << " = " << l << ", " << bv << " = "
-            << b << ";\n"
-            << "    const float " << re << " = " << lv << ".real() * " << sr
-            << " - " << lv << ".imag() * " << si << " + " << bv << ".real();\n"
-            << "    const float " << im << " = " << lv << ".real() * " << si
-            << " + " << lv << ".imag() * " << sr << " + " << bv << ".imag();\n"
-            << "    " << sr << " = real ? " << re << " : " << sr << ";\n"
-            << "    " << si << " = real ? " << im << " : " << si << ";\n"
-            << "    const cfloat " << name << " = real ? cfloat(" << re << ", "
-            << im << ") : cfloat(0);\n";
-        } else {
-          std::string next = name + "next";
-          k << "    const float " << next << " = " << l << " * " << state
-            << "[j] + " << b << ";\n"
-            << "    " << state << "[j] = real ? " << next << " : " << state
-            << "[j];\n"
-            << "    const float " << name << " = real ? " << next
-            << " : 0.0f;\n";
-        }
-        scalars[scan.getResult()] = name;
-        continue;
-      }
-      std::optional<std::string> expr = scalarTemplate(&inner);
-      if (!expr)
-        return inner.emitOpError("has no CPU code generation");
-      SmallVector<std::string> operands;
-      for (Value operand : inner.getOperands())
-        operands.push_back(scalars.lookup(operand));
-      std::string name = "t" + std::to_string(counter++);
-      k << "    const " << elementType(inner.getResult(0).getType()) << " "
-        << name << " = " << substitute(*expr, operands) << ";\n";
-      scalars[inner.getResult(0)] = name;
-    }
-    auto yield = cast<lru::YieldOp>(body.getTerminator());
-    for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
-      k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
-    k << (scan     ? "    }\n   }\n  }\n}\n\n"
-          : nested ? "   }\n  }\n}\n\n"
-                   : "  }\n}\n\n");
+    if (failed(element.writeElement(
+            k, [&](StringRef part) { return state + part.str() + "[j]"; },
+            outputs)))
+      return failure();
+    k << (scan            ? "    }\n   }\n  }\n}\n\n"
+          : layout.nested ? "   }\n  }\n}\n\n"
+                          : "  }\n}\n\n");
     return success();
-  }
-
-  /// The C++ expression of an elementwise op on scalars `$0`, `$1`, ...
-  static std::optional<std::string> scalarTemplate(Operation *op) {
-    using namespace lru;
-    auto approximate = [](bool on) { return on ? "true" : "false"; };
-    return llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
-        .Case([](NegOp) { return "-$0"; })
-        .Case([](ExpOp) { return "lruc::cpu::exp($0)"; })
-        .Case([](LogOp) { return "std::log($0)"; })
-        .Case([](SigmoidOp) { return "lruc::cpu::sigmoid($0)"; })
-        .Case([](SoftplusOp) { return "lruc::cpu::softplus($0)"; })
-        .Case([](RsqrtOp) { return "1.0f / std::sqrt($0)"; })
-        .Case([](SqrtOp) { return "std::sqrt($0)"; })
-        .Case([](ConjOp) { return "std::conj($0)"; })
-        .Case([](StepOp) { return "$0 > 0.0f ? 1.0f : 0.0f"; })
-        .Case([](ReluOp) { return "$0 > 0.0f ? $0 : 0.0f"; })
-        .Case([](TanhOp) { return "std::tanh($0)"; })
-        .Case([&](GeluOp o) {
-          return "lruc::cpu::gelu($0, " +
-                 std::string(approximate(o.getApproximate())) + ")";
-        })
-        .Case([&](GeluGradOp o) {
-          return "lruc::cpu::geluGrad($0, " +
-                 std::string(approximate(o.getApproximate())) + ")";
-        })
-        .Case([](AddOp) { return "$0 + $1"; })
-        .Case([](SubOp) { return "$0 - $1"; })
-        .Case([](MulOp) { return "$0 * $1"; })
-        .Case([](DivOp) { return "$0 / $1"; })
-        .Case([](MaxOp) { return "std::max($0, $1)"; })
-        .Case([](ComplexOp) { return "cfloat($0, $1)"; })
-        .Case([](RealOp) { return "std::real($0)"; })
-        .Case([](ImagOp) { return "std::imag($0)"; })
-        .Default([](Operation *) { return std::nullopt; });
   }
 
   /// `if (!call) return false;` for kernels that can fail.
@@ -650,7 +447,7 @@ private:
 
   LogicalResult emitOp(Operation *op) {
     using namespace lru;
-    if (std::optional<std::string> expr = scalarTemplate(op))
+    if (std::optional<std::string> expr = scalarTemplate(op, "lruc::cpu"))
       return emitElementwise(op, *expr);
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](ParamOp o) { return emitParam(o); })

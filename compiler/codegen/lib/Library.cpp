@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lruc/Codegen.h"
+#include "lruc/cuda/Nvrtc.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -104,8 +105,8 @@ bool compileLibrary(const std::string &source, const std::string &outputPath,
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
                                                 logPath.str()};
   std::string execError;
-  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
-                                     redirects, 0, 0, &execError);
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, redirects,
+                                     0, 0, &execError);
   if (rc != 0) {
     std::string log;
     if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
@@ -113,8 +114,8 @@ bool compileLibrary(const std::string &source, const std::string &outputPath,
     llvm::sys::fs::remove(partial);
     error = "the host compiler failed on the generated code (a bug in lruc; "
             "please report it with the source): " +
-            sourcePath.str().str() + "\n" + (execError.empty() ? "" : execError + "\n") +
-            log;
+            sourcePath.str().str() + "\n" +
+            (execError.empty() ? "" : execError + "\n") + log;
     return false;
   }
   if (std::error_code ec = llvm::sys::fs::rename(partial, outputPath)) {
@@ -124,6 +125,42 @@ bool compileLibrary(const std::string &source, const std::string &outputPath,
   }
   llvm::sys::fs::remove_directories(dir);
   return true;
+}
+
+bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
+                         const std::vector<std::string> &nvrtcOptions,
+                         std::string &ptx, std::string &error) {
+  llvm::StringRef arch(gpuArch);
+  unsigned number = 0;
+  if (!arch.consume_front("sm_") || arch.getAsInteger(10, number) ||
+      number < 70) {
+    error = "--gpu-arch expects sm_NN (NN >= 70, e.g. sm_80, sm_90), got '" +
+            gpuArch + "'";
+    return false;
+  }
+  std::string compileError;
+  if (cuda::compileToPtx(source, "model.cu", "compute_" + arch.str(),
+                         nvrtcOptions, ptx, compileError))
+    return true;
+  if (compileError.rfind("cannot open NVRTC", 0) == 0) {
+    error = compileError;
+    return false;
+  }
+  // The generated source failed to compile: a bug in lruc; keep it.
+  llvm::SmallString<128> kept;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("lruc-kernels", "cu", fd, kept)) {
+    error = compileError;
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << source;
+  }
+  error = "NVRTC failed on the generated CUDA code (a bug in lruc; please "
+          "report it with the source): " +
+          kept.str().str() + "\n" + compileError;
+  return false;
 }
 
 } // namespace lruc

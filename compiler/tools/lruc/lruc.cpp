@@ -1,7 +1,8 @@
 //===- lruc.cpp - The lruc compiler driver --------------------------------===//
 //
 //   lruc model.lru -o model.so [-D NAME=VALUE ...]
-//   lruc model.lru --emit=ast|lru|primitive|grad|fused|kernel|cpp [-o FILE]
+//   lruc model.lru --emit=ast|lru|primitive|grad|fused|kernel|cpp|cuda|ptx [-o
+//   FILE]
 //
 // Reads a model file, checks it, and prints the requested stage. Output files
 // are written to a temporary file and renamed into place, so an interrupted
@@ -13,8 +14,8 @@
 #include "lru/LRUOps.h"
 #include "lruc/AutodiffPasses.h"
 #include "lruc/Codegen.h"
-#include "lruc/MemoryPlan.h"
 #include "lruc/MLIRGen.h"
+#include "lruc/MemoryPlan.h"
 #include "lruc/Transforms/Passes.h"
 #include "lruc/frontend/Frontend.h"
 
@@ -40,7 +41,18 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Check, AST, LRU, Primitive, Grad, Fused, Kernel, Cpp };
+enum class Stage {
+  Check,
+  AST,
+  LRU,
+  Primitive,
+  Grad,
+  Fused,
+  Kernel,
+  Cpp,
+  Cuda,
+  Ptx
+};
 
 cl::OptionCategory lrucCategory("lruc options");
 
@@ -59,8 +71,7 @@ cl::opt<Stage> emitStage(
     cl::values(clEnumValN(Stage::Check, "check",
                           "only check the model (the default)"),
                clEnumValN(Stage::AST, "ast", "the checked model AST"),
-               clEnumValN(Stage::LRU, "lru",
-                          "the model-level lru dialect IR"),
+               clEnumValN(Stage::LRU, "lru", "the model-level lru dialect IR"),
                clEnumValN(Stage::Primitive, "primitive",
                           "the IR after lru-decompose: @forward and "
                           "@forward_train in primitive ops"),
@@ -75,8 +86,25 @@ cl::opt<Stage> emitStage(
                           "the fused IR with each stored value's workspace "
                           "slot (lru.buffers) and the workspace layout"),
                clEnumValN(Stage::Cpp, "cpp",
-                          "the C++ source of the CPU model library")),
+                          "the C++ source of the CPU model library"),
+               clEnumValN(Stage::Cuda, "cuda",
+                          "the CUDA C++ of the model's kernels (the device "
+                          "prelude, a kernel per op, the launch plan)"),
+               clEnumValN(Stage::Ptx, "ptx",
+                          "the kernels compiled by NVRTC to PTX for "
+                          "--gpu-arch")),
     cl::cat(lrucCategory));
+
+cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("The GPU architecture of --emit=ptx (sm_80, sm_90)"),
+            cl::value_desc("sm_NN"), cl::init("sm_80"), cl::cat(lrucCategory));
+
+cl::list<std::string> nvrtcOptions(
+    "nvrtc-option",
+    cl::desc("Pass an option to NVRTC in --emit=ptx (e.g. "
+             "--nvrtc-option=--Ofast-compile=max for a quick check)"),
+    cl::value_desc("option"), cl::cat(lrucCategory));
 
 cl::opt<bool> recompute(
     "recompute",
@@ -100,9 +128,9 @@ cl::opt<bool> ignoreTrain(
 /// main takes ours out of argv before LLVM parses it.
 bool printStats = false;
 
-cl::list<std::string> defines(
-    "D", cl::desc("Override the model file's constant NAME with VALUE"),
-    cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(lrucCategory));
+cl::list<std::string>
+    defines("D", cl::desc("Override the model file's constant NAME with VALUE"),
+            cl::value_desc("NAME=VALUE"), cl::Prefix, cl::cat(lrucCategory));
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "lruc") << message << "\n";
@@ -132,11 +160,10 @@ int writeOutput(llvm::StringRef text) {
         return llvm::Error::success();
       });
   if (err)
-    return fail("cannot write '" + outputPath + "': " +
-                llvm::toString(std::move(err)));
+    return fail("cannot write '" + outputPath +
+                "': " + llvm::toString(std::move(err)));
   return 0;
 }
-
 
 /// Bytes as "12.3 MiB".
 std::string formatBytes(double bytes) {
@@ -166,7 +193,8 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
       ++ops;
       groups += mlir::isa<lru::FusedOp>(op);
       if (auto matmul = mlir::dyn_cast<lru::MatmulOp>(op)) {
-        auto lhs = mlir::cast<mlir::RankedTensorType>(matmul.getLhs().getType());
+        auto lhs =
+            mlir::cast<mlir::RankedTensorType>(matmul.getLhs().getType());
         auto result = mlir::cast<mlir::RankedTensorType>(matmul.getType());
         double flops = 2.0 * double(result.getShape().back());
         bool perExample = false;
@@ -180,16 +208,16 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
       }
     }
     lruc::MemoryPlan plan = lruc::planMemory(func);
-    os << llvm::formatv("@{0,-14} {1,4} {2,6} {3,8} {4,6}  {5,8:F1} B + {6,-8:F1}  "
-                        "{7} B + {8}",
-                        func.getSymName(), ops, groups, plan.slotOf.size(),
-                        plan.slots.size(), flopsPerExample / 1e6,
-                        flopsFixed / 1e6,
-                        formatBytes(double(plan.total.perExample)),
-                        formatBytes(double(plan.total.fixed)));
+    os << llvm::formatv(
+        "@{0,-14} {1,4} {2,6} {3,8} {4,6}  {5,8:F1} B + {6,-8:F1}  "
+        "{7} B + {8}",
+        func.getSymName(), ops, groups, plan.slotOf.size(), plan.slots.size(),
+        flopsPerExample / 1e6, flopsFixed / 1e6,
+        formatBytes(double(plan.total.perExample)),
+        formatBytes(double(plan.total.fixed)));
     if (batch)
-      os << llvm::formatv("  {0:F2}, ", (flopsPerExample * double(batch) +
-                                          flopsFixed) / 1e9)
+      os << llvm::formatv("  {0:F2}, ",
+                          (flopsPerExample * double(batch) + flopsFixed) / 1e9)
          << formatBytes(double(plan.total.at(batch))) << " ("
          << formatBytes(double(plan.unplanned.at(batch))) << ")";
     os << "\n";
@@ -256,7 +284,8 @@ int main(int argc, char **argv) {
     return 0;
 
   bool lowered = library || emitStage == Stage::Cpp;
-  bool planned = lowered || emitStage == Stage::Kernel;
+  bool planned = lowered || emitStage == Stage::Kernel ||
+                 emitStage == Stage::Cuda || emitStage == Stage::Ptx;
   bool fused = planned || printStats || emitStage == Stage::Fused;
   if (fused || emitStage == Stage::Primitive || emitStage == Stage::Grad) {
     mlir::PassManager pm(&context);
@@ -269,8 +298,7 @@ int main(int argc, char **argv) {
     if (planned || (printStats && recompute))
       lruc::buildCpuPipeline(pm, recompute);
     else if (fused)
-      pm.addNestedPass<mlir::func::FuncOp>(
-          lruc::createFuseElementwisePass());
+      pm.addNestedPass<mlir::func::FuncOp>(lruc::createFuseElementwisePass());
     if (mlir::failed(pm.run(*module)))
       return 1;
   }
@@ -286,6 +314,16 @@ int main(int argc, char **argv) {
     cppOptions.profile = profile;
     if (mlir::failed(lruc::emitCpp(*module, os, cppOptions)))
       return 1;
+  } else if (emitStage == Stage::Cuda || emitStage == Stage::Ptx) {
+    if (mlir::failed(lruc::emitCuda(*module, os)))
+      return 1;
+    if (emitStage == Stage::Ptx) {
+      std::string ptx, error;
+      if (!lruc::compileKernelsToPtx(os.str(), gpuArch, nvrtcOptions, ptx,
+                                     error))
+        return fail(error);
+      return writeOutput(ptx);
+    }
   } else {
     module->print(os);
   }

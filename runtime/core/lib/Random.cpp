@@ -2,39 +2,16 @@
 
 #include "lruc/core/Random.h"
 
+#include <cstdint>
+
+#include "lruc/core/PhiloxRounds.h"
+
 #include <cmath>
 
 namespace lruc::core {
 
-namespace {
-
-// The multipliers and Weyl increments of Random123's philox4x32.
-constexpr uint32_t kMultiplier0 = 0xD2511F53, kMultiplier1 = 0xCD9E8D57;
-constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
-
-void mulHiLo(uint32_t a, uint32_t b, uint32_t &hi, uint32_t &lo) {
-  uint64_t product = uint64_t(a) * uint64_t(b);
-  hi = uint32_t(product >> 32);
-  lo = uint32_t(product);
-}
-
-PhiloxCounter round(const PhiloxCounter &c, const PhiloxKey &k) {
-  uint32_t hi0, lo0, hi1, lo1;
-  mulHiLo(kMultiplier0, c[0], hi0, lo0);
-  mulHiLo(kMultiplier1, c[2], hi1, lo1);
-  return {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
-}
-
-} // namespace
-
 PhiloxCounter philox4x32(PhiloxCounter counter, PhiloxKey key) {
-  for (int i = 0; i < 10; ++i) {
-    if (i > 0) {
-      key[0] += kWeyl0;
-      key[1] += kWeyl1;
-    }
-    counter = round(counter, key);
-  }
+  philoxRounds(counter.data(), key[0], key[1]);
   return counter;
 }
 
@@ -67,7 +44,9 @@ uint32_t dropoutThreshold(double rate) {
   // uniform24(u) >= rate  <=>  (u >> 8) >= rate * 2^24  <=>  (u >> 8) >=
   // ceil(rate * 2^24), as u >> 8 is an integer (rate * 2^24 is exact).
   double scaled = std::ceil(rate * double(1 << 24));
-  return scaled <= 0 ? 0 : scaled >= double(1 << 24) ? (1u << 24) : uint32_t(scaled);
+  return scaled <= 0                 ? 0
+         : scaled >= double(1 << 24) ? (1u << 24)
+                                     : uint32_t(scaled);
 }
 
 } // namespace lruc::core

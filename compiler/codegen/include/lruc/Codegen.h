@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace lruc {
 
@@ -40,10 +41,24 @@ struct CppOptions {
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
                             const CppOptions &options = {});
 
+/// Writes the CUDA C++ of the model's kernels to `os` (the device half of
+/// the CUDA backend): the device prelude, a kernel per op of each function
+/// of the kernel-level IR (buildCpuPipeline's output), and the launch plan
+/// as a closing comment. Fails with an error at an op it cannot generate.
+mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// Compiles the CUDA source from emitCuda to PTX for `gpuArch` ("sm_80",
+/// "sm_90", ...) with NVRTC (opened at run time), `nvrtcOptions` appended
+/// to lruc's. A compile failure keeps the source in a temporary file and
+/// names it in `error`.
+bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
+                         const std::vector<std::string> &nvrtcOptions,
+                         std::string &ptx, std::string &error);
+
 /// How `compileLibrary` invokes the host compiler.
 struct HostCompiler {
-  std::string command;  ///< the C++ compiler (found at build time)
-  std::string flags;    ///< optimisation and code-generation flags
+  std::string command; ///< the C++ compiler (found at build time)
+  std::string flags;   ///< optimisation and code-generation flags
 };
 
 /// The host compiler lruc was built with and its flags (`LRUC_CXX` and

@@ -132,6 +132,17 @@ LRUC_INLINE float geluGrad(float x, bool approximate) {
   return 0.5f * (1 + detail::erf(x / kSqrt2)) + x * density;
 }
 
+// The rest of the scalar helpers the generated loops name as lruc::cpu::
+// (the CUDA backend's lruc::gpu defines the same names).
+using std::conj;
+using std::imag;
+using std::log;
+using std::max;
+using std::real;
+using std::sqrt;
+using std::tanh;
+LRUC_INLINE float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+
 // --- Shapes -----------------------------------------------------------------
 
 /// y[i_0..i_{r-1}] = x[i_dims[0], ..., i_dims[k-1]] (lru.broadcast).

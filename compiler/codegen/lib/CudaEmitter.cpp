@@ -1,0 +1,588 @@
+//===- CudaEmitter.cpp - Kernel-level IR to CUDA C++ ----------------------===//
+//
+// The device half of the CUDA backend: one `extern "C" __global__` kernel
+// per op of each function of the kernel-level IR (the IR the CPU emitter
+// reads), with every static size a constant and the batch `B` an argument.
+// lru.fused groups become one kernel each through the element code the CPU
+// emitter uses (EmitSupport.h), a thread per element, or for a group with a
+// scan a thread per (sequence, channel) walking time; the structural ops
+// get kernels of their own. Matmuls have none: they are cuBLAS calls of the
+// host schedule. The source starts with the device prelude
+// (runtime/cuda/device/lruc_device.cuh) and ends with the launch plan of
+// each function: its kernels in order with their thread counts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitSupport.h"
+#include "lruc/Codegen.h"
+#include "lruc/core/Random.h"
+
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using namespace lruc::emit;
+
+namespace lruc {
+namespace {
+
+/// The device prelude, embedded at build time (cmake/EmbedText.cmake).
+constexpr const char kPrelude[] =
+#include "DevicePrelude.inc"
+    ;
+
+constexpr int kBlockThreads = 256;
+
+/// A kernel and how the host launches it.
+struct Launch {
+  std::string kernel;
+  /// Threads wanted as C++ of B (grid-stride kernels take fewer), or, for
+  /// a block reduction, blocks.
+  std::string threads;
+  bool blockPerOutput = false;
+  std::string what; ///< the op, for the plan
+};
+
+/// Row-major coordinates of flat indices of a tensor type, as C++.
+class Coordinates {
+public:
+  explicit Coordinates(RankedTensorType type) : shape(type.getShape()) {}
+
+  /// The stride of dim k (never involves the batch: only dim 0 is dynamic).
+  std::string stride(int64_t k) const {
+    return productExpr(shape.drop_front(k + 1));
+  }
+  /// Coordinate k of the flat index `flat`.
+  std::string coordinate(int64_t k, StringRef flat) const {
+    std::string q = "(" + flat.str() + " / " + stride(k) + ")";
+    return k == 0 ? q : "(" + q + " % " + dimExpr(shape[k]) + ")";
+  }
+
+private:
+  ArrayRef<int64_t> shape;
+};
+
+class CudaFunctionEmitter {
+public:
+  CudaFunctionEmitter(llvm::raw_ostream &os, unsigned &counter)
+      : os(os), counter(counter) {}
+
+  LogicalResult emit(func::FuncOp func, std::vector<Launch> &launches) {
+    prefix = func.getSymName().str();
+    int index = 0;
+    for (Operation &op : func.getBody().front()) {
+      opIndex = index++;
+      current = &launches;
+      if (failed(emitOp(&op)))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  /// Starts kernel `name` with `B`, the status block, the op's operands
+  /// (`inputs`, const) and results; returns the parameter names.
+  std::string begin(Operation *op, StringRef suffix, std::string threads,
+                    ArrayRef<Value> inputs, ArrayRef<Value> outputs,
+                    bool blockPerOutput = false) {
+    std::string name = prefix + "_" + std::to_string(opIndex) + suffix.str();
+    current->push_back({name, std::move(threads), blockPerOutput,
+                        op->getName().getStringRef().str()});
+    os << "extern \"C\" __global__ void " << name
+       << "(int64_t B, lruc::gpu::Status *status";
+    auto param = [&](Value v, bool input, size_t n) {
+      os << ", " << (input ? "const " : "") << elementType(v.getType())
+         << " *__restrict " << (input ? "in" : "out") << n;
+    };
+    for (auto [n, v] : llvm::enumerate(inputs))
+      param(v, true, n);
+    for (auto [n, v] : llvm::enumerate(outputs))
+      param(v, false, n);
+    os << ") {\n  (void)B; (void)status;\n";
+    return name;
+  }
+
+  void gridLoop(StringRef count) {
+    os << "  for (int64_t i = lruc::gpu::firstIndex(); i < " << count
+       << "; i += lruc::gpu::gridStride()) {\n";
+  }
+
+  /// A length read from `lengths` (or L when null) at sequence `s`, checked
+  /// against [0, steps]: a bad one is reported and treated as 0.
+  void readLength(StringRef lengths, StringRef s, StringRef steps,
+                  StringRef indent = "    ") {
+    if (lengths.empty()) {
+      os << indent << "const int64_t length = " << steps << ";\n";
+      return;
+    }
+    os << indent << "int64_t length = " << lengths << "[" << s << "];\n"
+       << indent << "if (length < 0 || length > " << steps << ") {\n"
+       << indent << "  lruc::gpu::report(status, " << opIndex << ", " << s
+       << ", length);\n"
+       << indent << "  length = 0;\n"
+       << indent << "}\n";
+  }
+
+  LogicalResult emitFused(lru::FusedOp op) {
+    Block &body = op.getBody().front();
+    FusedBody element(op, "lruc::gpu", counter);
+    SmallVector<Value> inputs;
+    llvm::DenseMap<Value, std::string> arrays;
+    for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
+      std::string &array = arrays[input];
+      if (array.empty()) {
+        array = "in" + std::to_string(inputs.size());
+        inputs.push_back(input);
+      }
+      element.bindInput(arg, array);
+    }
+    SmallVector<std::string> outputs;
+    for (size_t n = 0; n < op.getNumResults(); ++n)
+      outputs.push_back("out" + std::to_string(n));
+    const FusedLayout &layout = element.getLayout();
+    lru::ScanOp scan = layout.scan;
+    std::string threads =
+        scan ? "B * " + layout.last : countExpr(op.getResult(0));
+    SmallVector<Value> results(op.getResults());
+    begin(op, scan ? "_scan" : "", threads, inputs, results);
+    element.writeConstants(os);
+    if (scan) {
+      // A thread per (sequence, channel) keeps its state in registers
+      // across the time loop; the threads of a warp read neighbouring
+      // channels of each step.
+      os << "  const int64_t u = lruc::gpu::firstIndex();\n"
+         << "  if (u >= " << threads << ")\n    return;\n"
+         << "  const int64_t s = u / " << layout.last << ", j = u % "
+         << layout.last << ";\n";
+      std::string lengths =
+          scan.getLengths() ? element.arrayOf(scan.getLengths()) : "";
+      readLength(lengths, "s", layout.steps, "  ");
+      Value init = scan.getInit();
+      std::string initValue =
+          init ? element.arrayOf(init) + "[s * " + layout.last + " + j]"
+               : "0.0f";
+      if (isComplex(scan.getType()))
+        os << "  float statere = lruc::gpu::real(" << initValue
+           << "), stateim = lruc::gpu::imag(" << initValue << ");\n";
+      else
+        os << "  float state = " << initValue << ";\n";
+      os << "  for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
+         << "    const int64_t t = "
+         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
+         << ";\n"
+         << "    const bool real = t < length;\n"
+         << "    const int64_t o = s * " << layout.steps << " + t;\n"
+         << "    const int64_t i = o * " << layout.last << " + j;\n";
+    } else {
+      gridLoop(threads);
+      if (layout.nested)
+        os << "    const int64_t o = i / " << layout.last << ", j = i % "
+           << layout.last << ";\n    (void)o; (void)j;\n";
+    }
+    if (failed(element.writeElement(
+            os, [](StringRef part) { return "state" + part.str(); }, outputs)))
+      return failure();
+    os << "  }\n}\n\n";
+    return success();
+  }
+
+  /// y[i] = f(x[i], ...) for a lone elementwise op.
+  LogicalResult emitElementwise(Operation *op, StringRef expr) {
+    SmallVector<Value> inputs(op->getOperands());
+    SmallVector<std::string> args;
+    for (size_t n = 0; n < inputs.size(); ++n)
+      args.push_back("in" + std::to_string(n) + "[i]");
+    std::string count = countExpr(op->getResult(0));
+    begin(op, "", count, inputs, {op->getResult(0)});
+    gridLoop(count);
+    os << "    out0[i] = " << substitute(expr, args) << ";\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitConstant(arith::ConstantOp op) {
+    auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!attr)
+      return op.emitError("the CUDA backend needs a dense constant");
+    std::string type = elementType(op.getType());
+    std::vector<std::string> values = elementLiterals(attr);
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {}, {op.getResult()});
+    if (attr.isSplat()) {
+      gridLoop(count);
+      os << "    out0[i] = " << type << "(" << values[0] << ");\n  }\n}\n\n";
+      return success();
+    }
+    os << "  const " << type << " values[] = {";
+    for (size_t i = 0; i < values.size(); ++i)
+      os << (i ? ", " : "") << values[i];
+    os << "};\n";
+    gridLoop(count);
+    os << "    out0[i] = values[i];\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitBroadcast(lru::BroadcastOp op) {
+    auto x = tensorType(op.getX()), y = tensorType(op.getResult());
+    Coordinates from(x), to(y);
+    std::string index = "0";
+    for (auto [k, d] : llvm::enumerate(op.getDims()))
+      index += " + " + to.coordinate(d, "i") + " * " + from.stride(k);
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {op.getX()}, {op.getResult()});
+    gridLoop(count);
+    os << "    out0[i] = in0[" << index << "];\n  }\n}\n\n";
+    return success();
+  }
+
+  /// A block per output element: its threads stride over the reduced
+  /// elements, then a tree sum (the same order every run).
+  LogicalResult emitReduceSum(lru::ReduceSumOp op) {
+    auto x = tensorType(op.getX());
+    Coordinates from(x), to(tensorType(op.getResult()));
+    SmallVector<int64_t> reduced(op.getDims()), kept;
+    SmallVector<int64_t> reducedSizes;
+    for (int64_t d = 0; d < x.getRank(); ++d) {
+      if (llvm::is_contained(reduced, d))
+        reducedSizes.push_back(x.getDimSize(d));
+      else
+        kept.push_back(d);
+    }
+    // x's flat index: the output's coordinates at the kept dims, the
+    // reduced index r's at the others.
+    std::string base = "0", offset = "0";
+    for (auto [k, d] : llvm::enumerate(kept))
+      base += " + " + to.coordinate(k, "o") + " * " + from.stride(d);
+    auto reducedType = RankedTensorType::get(reducedSizes, x.getElementType());
+    Coordinates within(reducedType);
+    for (auto [k, d] : llvm::enumerate(reduced))
+      offset += " + " + within.coordinate(k, "r") + " * " + from.stride(d);
+    std::string outputs = countExpr(op.getResult());
+    std::string total = productExpr(reducedSizes);
+    begin(op, "", outputs, {op.getX()}, {op.getResult()}, true);
+    os << "  for (int64_t o = blockIdx.x; o < " << outputs
+       << "; o += gridDim.x) {\n"
+       << "    const int64_t base = " << base << ";\n"
+       << "    " << elementType(x) << " sum = 0.0f;\n"
+       << "    for (int64_t r = threadIdx.x; r < " << total
+       << "; r += blockDim.x)\n"
+       << "      sum += in0[base + " << offset << "];\n"
+       << "    sum = lruc::gpu::blockSum(sum);\n"
+       << "    if (threadIdx.x == 0)\n      out0[o] = sum;\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitConcat(lru::ConcatOp op) {
+    auto y = tensorType(op.getResult());
+    Coordinates to(y);
+    int64_t dim = op.getDim();
+    SmallVector<Value> inputs(op.getInputs());
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, inputs, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t c = " << to.coordinate(dim, "i") << ";\n";
+    int64_t start = 0;
+    for (auto [n, v] : llvm::enumerate(inputs)) {
+      auto part = tensorType(v);
+      Coordinates from(part);
+      std::string index = "0";
+      for (int64_t d = 0; d < y.getRank(); ++d)
+        index += " + " +
+                 (d == dim ? "(c - " + std::to_string(start) + ")"
+                           : to.coordinate(d, "i")) +
+                 " * " + from.stride(d);
+      int64_t size = part.getDimSize(dim);
+      os << "    " << (n ? "else " : "") << "if (c < " << start + size
+         << ")\n      out0[i] = in" << n << "[" << index << "];\n";
+      start += size;
+    }
+    os << "  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitSlice(lru::SliceOp op) {
+    auto y = tensorType(op.getResult());
+    Coordinates from(tensorType(op.getX())), to(y);
+    std::string index = "0";
+    for (int64_t d = 0; d < y.getRank(); ++d)
+      index +=
+          " + " +
+          (d == int64_t(op.getDim()) ? "(" + to.coordinate(d, "i") + " + " +
+                                           std::to_string(op.getOffset()) + ")"
+                                     : to.coordinate(d, "i")) +
+          " * " + from.stride(d);
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {op.getX()}, {op.getResult()});
+    gridLoop(count);
+    os << "    out0[i] = in0[" << index << "];\n  }\n}\n\n";
+    return success();
+  }
+
+  /// The operands of a sequence op in kernel order, with their C++ names:
+  /// the present ones of `optional` get consecutive `in` numbers.
+  std::string optionalInput(Value v, SmallVector<Value> &inputs) {
+    if (!v)
+      return "";
+    inputs.push_back(v);
+    return "in" + std::to_string(inputs.size() - 1);
+  }
+
+  LogicalResult emitShift(lru::ShiftOp op) {
+    auto x = tensorType(op.getX());
+    std::string steps = dimExpr(x.getDimSize(1)),
+                width = dimExpr(x.getDimSize(2));
+    SmallVector<Value> inputs{op.getX()};
+    std::string init = optionalInput(op.getInit(), inputs);
+    std::string lengths = optionalInput(op.getLengths(), inputs);
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, inputs, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t s = i / (" << steps << " * " << width
+       << "), t = i / " << width << " % " << steps << ", j = i % " << width
+       << ";\n    (void)j;\n";
+    readLength(lengths, "s", steps);
+    bool reverse = op.getReverse();
+    os << "    const bool first = " << (reverse ? "t == length - 1" : "t == 0")
+       << ";\n"
+       << "    " << elementType(op.getType()) << " value = 0.0f;\n"
+       << "    if (t < length && !first)\n      value = in0[i "
+       << (reverse ? "+" : "-") << " " << width << "];\n";
+    if (!init.empty())
+      os << "    else if (t < length)\n      value = " << init << "[s * "
+         << width << " + j];\n";
+    os << "    out0[i] = value;\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitScan(lru::ScanOp op) {
+    auto b = tensorType(op.getB());
+    std::string steps = dimExpr(b.getDimSize(1)),
+                width = dimExpr(b.getDimSize(2));
+    bool perStep = tensorType(op.getLambda()).getRank() == 3;
+    SmallVector<Value> inputs{op.getLambda(), op.getB()};
+    std::string init = optionalInput(op.getInit(), inputs);
+    std::string lengths = optionalInput(op.getLengths(), inputs);
+    std::string type = elementType(op.getType());
+    std::string threads = "B * " + width;
+    begin(op, "", threads, inputs, {op.getResult()});
+    os << "  const int64_t u = lruc::gpu::firstIndex();\n"
+       << "  if (u >= " << threads << ")\n    return;\n"
+       << "  const int64_t s = u / " << width << ", j = u % " << width << ";\n";
+    readLength(lengths, "s", steps, "  ");
+    os << "  " << type << " state = "
+       << (init.empty() ? type + "(0.0f)" : init + "[s * " + width + " + j]")
+       << ";\n"
+       << "  for (int64_t k = 0; k < " << steps << "; ++k) {\n"
+       << "    const int64_t t = "
+       << (op.getReverse() ? "k < length ? length - 1 - k : k" : "k") << ";\n"
+       << "    const int64_t i = (s * " << steps << " + t) * " << width
+       << " + j;\n"
+       << "    if (t >= length) {\n      out0[i] = " << type
+       << "(0.0f);\n      continue;\n    }\n"
+       << "    state = in0[" << (perStep ? "i" : "j") << "] * state + in1[i];\n"
+       << "    out0[i] = state;\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitGather(lru::GatherOp op) {
+    auto table = tensorType(op.getTable());
+    std::string vocab = dimExpr(table.getDimSize(0)),
+                width = dimExpr(table.getDimSize(1));
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {op.getTable(), op.getIndices()}, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t e = i / " << width << ";\n"
+       << "    const int64_t index = in1[e];\n"
+       << "    if (index < 0 || index >= " << vocab << ") {\n"
+       << "      lruc::gpu::report(status, " << opIndex
+       << ", e, index);\n      out0[i] = 0.0f;\n      continue;\n    }\n"
+       << "    out0[i] = in0[index * " << width << " + i % " << width
+       << "];\n  }\n}\n\n";
+    return success();
+  }
+
+  /// Two kernels: the table zeroed, then every update added atomically
+  /// (the order of the sums varies run to run, within float rounding).
+  LogicalResult emitScatterAdd(lru::ScatterAddOp op) {
+    auto table = tensorType(op.getResult());
+    std::string vocab = dimExpr(table.getDimSize(0)),
+                width = dimExpr(table.getDimSize(1));
+    std::string tableCount = countExpr(op.getResult());
+    begin(op, "_zero", tableCount, {}, {op.getResult()});
+    gridLoop(tableCount);
+    os << "    out0[i] = 0.0f;\n  }\n}\n\n";
+    std::string count = countExpr(op.getUpdates());
+    begin(op, "", count, {op.getUpdates(), op.getIndices()}, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t e = i / " << width << ";\n"
+       << "    const int64_t index = in1[e];\n"
+       << "    if (index < 0 || index >= " << vocab << ") {\n"
+       << "      lruc::gpu::report(status, " << opIndex
+       << ", e, index);\n      continue;\n    }\n"
+       << "    atomicAdd(&out0[index * " << width << " + i % " << width
+       << "], in0[i]);\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitLengthMask(lru::LengthMaskOp op) {
+    std::string steps = dimExpr(tensorType(op.getResult()).getDimSize(1));
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {op.getLengths()}, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t s = i / " << steps << ", t = i % " << steps
+       << ";\n";
+    readLength("in0", "s", steps);
+    os << "    out0[i] = "
+       << (op.getKind() == lru::MaskKind::last ? "t == length - 1"
+                                               : "t < length")
+       << " ? 1.0f : 0.0f;\n  }\n}\n\n";
+    return success();
+  }
+
+  /// The row's largest logit and the sum of e^(z - top) over the others
+  /// (runtime/cpu's softmaxStats); a bad label is reported.
+  void softmaxRow(StringRef classes) {
+    os << "    const float *z = in0 + i * " << classes << ";\n"
+       << "    const int64_t label = in1[i];\n"
+       << "    if (label < 0 || label >= " << classes << ") {\n"
+       << "      lruc::gpu::report(status, " << opIndex
+       << ", i, label);\n      continue;\n    }\n"
+       << "    int64_t best = 0;\n"
+       << "    for (int64_t c = 1; c < " << classes << "; ++c)\n"
+       << "      best = z[c] > z[best] ? c : best;\n"
+       << "    const float top = z[best];\n"
+       << "    float rest = 0.0f;\n"
+       << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+       << "      rest += c == best ? 0.0f : expf(z[c] - top);\n";
+  }
+
+  LogicalResult emitSoftmaxCrossEntropy(lru::SoftmaxCrossEntropyOp op) {
+    std::string classes = dimExpr(tensorType(op.getLogits()).getShape().back());
+    std::string rows = countExpr(op.getLabels());
+    begin(op, "", rows, {op.getLogits(), op.getLabels()}, {op.getResult()});
+    gridLoop(rows);
+    softmaxRow(classes);
+    os << "    out0[i] = log1pf(rest) + (top - z[label]);\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitSoftmaxCrossEntropyGrad(lru::SoftmaxCrossEntropyGradOp op) {
+    std::string classes = dimExpr(tensorType(op.getLogits()).getShape().back());
+    std::string rows = countExpr(op.getLabels());
+    begin(op, "", rows, {op.getLogits(), op.getLabels(), op.getG()},
+          {op.getResult()});
+    gridLoop(rows);
+    softmaxRow(classes);
+    os << "    const float scale = in2[i] / (1.0f + rest);\n"
+       << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+       << "      out0[i * " << classes
+       << " + c] = expf(z[c] - top) * scale - (c == label ? in2[i] : 0.0f);\n"
+       << "  }\n}\n\n";
+    return success();
+  }
+
+  /// A thread per Philox block of four elements (runtime/core's layout).
+  LogicalResult emitDropoutMask(lru::DropoutMaskOp op) {
+    double rate = op.getRate().convertToDouble();
+    std::string count = countExpr(op.getX());
+    std::string blocks = "(" + count + " + 3) / 4";
+    begin(op, "", blocks, {op.getX(), op.getKey()}, {op.getResult()});
+    gridLoop(blocks);
+    os << "    uint32_t words[4];\n"
+       << "    lruc::gpu::dropoutWords(uint64_t(in1[0]), uint32_t(in1[1]), "
+       << op.getSite() << "u, uint64_t(i), words);\n"
+       << "    for (int64_t w = 0; w < 4 && i * 4 + w < " << count
+       << "; ++w) {\n"
+       << "      const int64_t e = i * 4 + w;\n"
+       << "      out0[e] = (words[w] >> 8) >= " << core::dropoutThreshold(rate)
+       << "u ? float(double(in0[e]) / " << llvm::format("%.17g", 1 - rate)
+       << ") : 0.0f;\n    }\n  }\n}\n\n";
+    return success();
+  }
+
+  LogicalResult emitOp(Operation *op) {
+    using namespace lru;
+    if (std::optional<std::string> expr = scalarTemplate(op, "lruc::gpu"))
+      return emitElementwise(op, *expr);
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        // Parameters and results are the host's pointers; matmuls are
+        // cuBLAS calls of the host schedule.
+        .Case<ParamOp, func::ReturnOp>([](Operation *) { return success(); })
+        .Case([&](MatmulOp o) {
+          current->push_back({"cublas", "", false, "lru.matmul"});
+          return success();
+        })
+        .Case([&](arith::ConstantOp o) { return emitConstant(o); })
+        .Case([&](FusedOp o) { return emitFused(o); })
+        .Case([&](BroadcastOp o) { return emitBroadcast(o); })
+        .Case([&](ReduceSumOp o) { return emitReduceSum(o); })
+        .Case([&](ConcatOp o) { return emitConcat(o); })
+        .Case([&](SliceOp o) { return emitSlice(o); })
+        .Case([&](ShiftOp o) { return emitShift(o); })
+        .Case([&](ScanOp o) { return emitScan(o); })
+        .Case([&](GatherOp o) { return emitGather(o); })
+        .Case([&](ScatterAddOp o) { return emitScatterAdd(o); })
+        .Case([&](LengthMaskOp o) { return emitLengthMask(o); })
+        .Case(
+            [&](SoftmaxCrossEntropyOp o) { return emitSoftmaxCrossEntropy(o); })
+        .Case([&](SoftmaxCrossEntropyGradOp o) {
+          return emitSoftmaxCrossEntropyGrad(o);
+        })
+        .Case([&](DropoutMaskOp o) { return emitDropoutMask(o); })
+        .Default([&](Operation *other) {
+          return other->emitOpError("has no CUDA code generation");
+        });
+  }
+
+  llvm::raw_ostream &os;
+  unsigned &counter;
+  std::string prefix;
+  int opIndex = 0;
+  std::vector<Launch> *current = nullptr;
+};
+
+} // namespace
+
+LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
+  os << "// Generated by lruc: the CUDA kernels of model '"
+     << (module->getAttrOfType<StringAttr>("lru.model")
+             ? module->getAttrOfType<StringAttr>("lru.model").getValue()
+             : StringRef("model"))
+     << "'. Do not edit.\n"
+     << kPrelude << "\nusing lruc::gpu::cfloat;\n\n";
+  unsigned counter = 0;
+  std::vector<std::pair<std::string, std::vector<Launch>>> plans;
+  for (StringRef name :
+       {"forward", "forward_train", "backward", "train_step", "step"}) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func)
+      continue;
+    os << "// @" << name << "\n\n";
+    plans.push_back({name.str(), {}});
+    CudaFunctionEmitter emitter(os, counter);
+    if (failed(emitter.emit(func, plans.back().second)))
+      return failure();
+  }
+  // The launch plan: what the host schedule runs, in order (a kernel per
+  // line: its name, then threads wanted, or blocks for a block reduction,
+  // as C++ of B, at kBlockThreads threads a block).
+  os << "// Launch plan (" << kBlockThreads << " threads a block)\n";
+  for (const auto &[name, launches] : plans) {
+    os << "// @" << name << ": " << launches.size() << " launches\n";
+    for (const Launch &l : launches)
+      os << "//   " << l.kernel << " " << l.what
+         << (l.threads.empty()
+                 ? ""
+                 : (l.blockPerOutput ? " blocks " : " threads ") + l.threads)
+         << "\n";
+  }
+  return success();
+}
+
+} // namespace lruc

@@ -1,0 +1,245 @@
+//===- EmitSupport.cpp - What the C++ and CUDA emitters share -------------===//
+
+#include "EmitSupport.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+
+namespace lruc::emit {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+bool isComplex(Type type) {
+  return isa<ComplexType>(cast<ShapedType>(type).getElementType());
+}
+
+std::string elementType(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  if (e.isF32())
+    return "float";
+  if (isa<ComplexType>(e))
+    return "cfloat";
+  if (e.isInteger(32))
+    return "int32_t";
+  if (e.isInteger(64))
+    return "int64_t";
+  return "";
+}
+
+std::string dimExpr(int64_t d) {
+  return ShapedType::isDynamic(d) ? "B" : std::to_string(d);
+}
+
+std::string productExpr(ArrayRef<int64_t> dims) {
+  if (dims.empty())
+    return "1";
+  std::string s;
+  for (int64_t d : dims)
+    s += (s.empty() ? "" : " * ") + dimExpr(d);
+  return s;
+}
+
+std::string countExpr(Value v) { return productExpr(tensorType(v).getShape()); }
+
+std::string floatLiteral(double v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.9g", v);
+  os.flush();
+  if (s.find_first_of(".en") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::vector<std::string> elementLiterals(DenseElementsAttr attr) {
+  std::vector<std::string> values;
+  Type e = attr.getElementType();
+  size_t n = attr.isSplat() ? 1 : size_t(attr.getNumElements());
+  if (e.isF32()) {
+    auto all = attr.getValues<APFloat>();
+    for (size_t i = 0; i < n; ++i)
+      values.push_back(floatLiteral(all[i].convertToDouble()));
+  } else if (isa<ComplexType>(e)) {
+    auto all = attr.getValues<std::complex<APFloat>>();
+    for (size_t i = 0; i < n; ++i) {
+      std::complex<APFloat> c = all[i];
+      values.push_back("cfloat(" + floatLiteral(c.real().convertToDouble()) +
+                       ", " + floatLiteral(c.imag().convertToDouble()) + ")");
+    }
+  } else {
+    auto all = attr.getValues<APInt>();
+    for (size_t i = 0; i < n; ++i)
+      values.push_back(std::to_string(all[i].getSExtValue()));
+  }
+  return values;
+}
+
+std::string splatLiteral(arith::ConstantOp op) {
+  return elementLiterals(cast<DenseElementsAttr>(op.getValue()))[0];
+}
+
+std::string substitute(StringRef expr, ArrayRef<std::string> args) {
+  std::string text = expr.str();
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    std::string placeholder = "$" + std::to_string(i);
+    for (size_t at = 0; (at = text.find(placeholder, at)) != std::string::npos;
+         at += arg.size())
+      text.replace(at, placeholder.size(), arg);
+  }
+  return text;
+}
+
+std::optional<std::string> scalarTemplate(Operation *op, StringRef math) {
+  using namespace lru;
+  std::string m = math.str() + "::";
+  auto approximate = [](bool on) { return on ? "true" : "false"; };
+  return llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
+      .Case([](NegOp) { return "-$0"; })
+      .Case([&](ExpOp) { return m + "exp($0)"; })
+      .Case([&](LogOp) { return m + "log($0)"; })
+      .Case([&](SigmoidOp) { return m + "sigmoid($0)"; })
+      .Case([&](SoftplusOp) { return m + "softplus($0)"; })
+      .Case([&](RsqrtOp) { return m + "rsqrt($0)"; })
+      .Case([&](SqrtOp) { return m + "sqrt($0)"; })
+      .Case([&](ConjOp) { return m + "conj($0)"; })
+      .Case([](StepOp) { return "$0 > 0.0f ? 1.0f : 0.0f"; })
+      .Case([](ReluOp) { return "$0 > 0.0f ? $0 : 0.0f"; })
+      .Case([&](TanhOp) { return m + "tanh($0)"; })
+      .Case([&](GeluOp o) {
+        return m + "gelu($0, " + approximate(o.getApproximate()) + ")";
+      })
+      .Case([&](GeluGradOp o) {
+        return m + "geluGrad($0, " + approximate(o.getApproximate()) + ")";
+      })
+      .Case([](AddOp) { return "$0 + $1"; })
+      .Case([](SubOp) { return "$0 - $1"; })
+      .Case([](MulOp) { return "$0 * $1"; })
+      .Case([](DivOp) { return "$0 / $1"; })
+      .Case([&](MaxOp) { return m + "max($0, $1)"; })
+      .Case([](ComplexOp) { return "cfloat($0, $1)"; })
+      .Case([&](RealOp) { return m + "real($0)"; })
+      .Case([&](ImagOp) { return m + "imag($0)"; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+FusedLayout FusedLayout::of(lru::FusedOp op) {
+  FusedLayout layout;
+  auto shape = tensorType(op.getResult(0)).getShape();
+  layout.nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
+  if (layout.nested) {
+    layout.last = dimExpr(shape.back());
+    layout.rows = productExpr(shape.drop_back());
+  }
+  layout.scan = op.getScan();
+  if (layout.scan)
+    layout.steps = dimExpr(shape[1]);
+  return layout;
+}
+
+FusedBody::FusedBody(lru::FusedOp op, StringRef math, unsigned &counter)
+    : op(op), layout(FusedLayout::of(op)), math(math.str()), counter(counter) {}
+
+void FusedBody::bindInput(BlockArgument arg, const std::string &array) {
+  scalars[arg] = array + "[i]";
+  arrays[arg] = array;
+}
+
+void FusedBody::writeConstants(llvm::raw_ostream &k) {
+  for (Operation &inner : op.getBody().front().without_terminator()) {
+    auto constant = dyn_cast<arith::ConstantOp>(inner);
+    if (!constant)
+      continue;
+    std::string name = "c" + std::to_string(counter++);
+    k << "  const " << elementType(constant.getType()) << " " << name << " = "
+      << splatLiteral(constant) << ";\n";
+    scalars[constant.getResult()] = name;
+  }
+}
+
+LogicalResult
+FusedBody::writeElement(llvm::raw_ostream &k,
+                        llvm::function_ref<std::string(StringRef)> stateOf,
+                        ArrayRef<std::string> outputs) {
+  Block &body = op.getBody().front();
+  auto shape = tensorType(op.getResult(0)).getShape();
+  lru::ScanOp scan = layout.scan;
+  for (Operation &inner : body.without_terminator()) {
+    if (isa<arith::ConstantOp>(inner))
+      continue;
+    if (auto broadcast = dyn_cast<lru::BroadcastOp>(inner)) {
+      // A contiguous broadcast reads its input at (i / inner) % count.
+      std::string name = "t" + std::to_string(counter++);
+      Value x = broadcast.getX();
+      int64_t inner = broadcast.getInnerCount();
+      std::string index =
+          broadcast.getDims().empty()
+              ? "0"
+              : "(i / " + std::to_string(inner) + ") % (" + countExpr(x) + ")";
+      if (layout.nested && inner == 1 && countExpr(x) == layout.last)
+        index = "j";
+      else if (layout.nested && inner == shape.back() &&
+               countExpr(x) == layout.rows)
+        index = "o";
+      if (!arrays.count(x)) { // a splat constant, already a scalar
+        scalars[broadcast.getResult()] = scalars.lookup(x);
+        continue;
+      }
+      k << "    const " << elementType(x.getType()) << " " << name << " = "
+        << arrays.lookup(x) << "[" << index << "];\n";
+      scalars[broadcast.getResult()] = name;
+      continue;
+    }
+    if (scan && &inner == scan.getOperation()) {
+      Value lambda = scan.getLambda();
+      std::string l = tensorType(lambda).getRank() == 3
+                          ? scalars.lookup(lambda)
+                          : arrays.lookup(lambda) + "[j]";
+      std::string name = "t" + std::to_string(counter++);
+      std::string b = scalars.lookup(scan.getB());
+      if (isComplex(scan.getType())) {
+        // x = lambda * x + b on the parts.
+        std::string lv = name + "l", bv = name + "b", re = name + "re",
+                    im = name + "im";
+        std::string sr = stateOf("re"), si = stateOf("im");
+        k << "    const cfloat " << lv << " = " << l << ", " << bv << " = " << b
+          << ";\n"
+          << "    const float " << re << " = " << lv << ".real() * " << sr
+          << " - " << lv << ".imag() * " << si << " + " << bv << ".real();\n"
+          << "    const float " << im << " = " << lv << ".real() * " << si
+          << " + " << lv << ".imag() * " << sr << " + " << bv << ".imag();\n"
+          << "    " << sr << " = real ? " << re << " : " << sr << ";\n"
+          << "    " << si << " = real ? " << im << " : " << si << ";\n"
+          << "    const cfloat " << name << " = real ? cfloat(" << re << ", "
+          << im << ") : cfloat(0);\n";
+      } else {
+        std::string next = name + "next", state = stateOf("");
+        k << "    const float " << next << " = " << l << " * " << state << " + "
+          << b << ";\n"
+          << "    " << state << " = real ? " << next << " : " << state << ";\n"
+          << "    const float " << name << " = real ? " << next << " : 0.0f;\n";
+      }
+      scalars[scan.getResult()] = name;
+      continue;
+    }
+    std::optional<std::string> expr = scalarTemplate(&inner, math);
+    if (!expr)
+      return inner.emitOpError("has no scalar code generation");
+    SmallVector<std::string> operands;
+    for (Value operand : inner.getOperands())
+      operands.push_back(scalars.lookup(operand));
+    std::string name = "t" + std::to_string(counter++);
+    k << "    const " << elementType(inner.getResult(0).getType()) << " "
+      << name << " = " << substitute(*expr, operands) << ";\n";
+    scalars[inner.getResult(0)] = name;
+  }
+  auto yield = cast<lru::YieldOp>(body.getTerminator());
+  for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
+    k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
+  return success();
+}
+
+} // namespace lruc::emit

@@ -1,0 +1,106 @@
+//===- EmitSupport.h - What the C++ and CUDA emitters share -----*- C++ -*-===//
+//
+// Both backends write C++ (host C++ for the CPU library, CUDA C++ for the
+// device kernels) from the same kernel-level IR: types and sizes as C++
+// expressions of the batch `B`, literals, the scalar expression of each
+// elementwise primitive, and the statements that compute one element of an
+// lru.fused group. Only the loop (or thread) around an element differs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LRUC_CODEGEN_EMITSUPPORT_H
+#define LRUC_CODEGEN_EMITSUPPORT_H
+
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lruc::emit {
+
+mlir::RankedTensorType tensorType(mlir::Value v);
+bool isComplex(mlir::Type type);
+
+/// The C++ element type of a tensor type (`cfloat` for complex<f32>), or ""
+/// if it has none here.
+std::string elementType(mlir::Type type);
+
+/// A dim as C++: the batch `B` when dynamic.
+std::string dimExpr(int64_t d);
+/// The product of `dims` as C++ ("1" for none).
+std::string productExpr(llvm::ArrayRef<int64_t> dims);
+/// The element count of `v`'s tensor as C++.
+std::string countExpr(mlir::Value v);
+
+std::string floatLiteral(double v);
+/// The C++ literals of `attr`'s elements (one for a splat).
+std::vector<std::string> elementLiterals(mlir::DenseElementsAttr attr);
+/// The value of a splat constant as C++.
+std::string splatLiteral(mlir::arith::ConstantOp op);
+
+/// `expr` with `$0`, `$1`, ... replaced by `args`.
+std::string substitute(llvm::StringRef expr, llvm::ArrayRef<std::string> args);
+
+/// The C++ expression of an elementwise op on scalars `$0`, `$1`, ..., its
+/// helper functions taken from namespace `math` (lruc::cpu or lruc::gpu,
+/// which define the same names), or nullopt for an op that is not
+/// elementwise.
+std::optional<std::string> scalarTemplate(mlir::Operation *op,
+                                          llvm::StringRef math);
+
+/// The loop structure of an lru.fused group, as both emitters lay it out.
+struct FusedLayout {
+  /// Rows then the last dim (static): a bias reads in[j], a per-row value
+  /// in[o] instead of in[(i / inner) % count].
+  bool nested = false;
+  std::string last, rows; ///< C++ sizes when nested
+  /// The group's scan, if any: the group then runs along time, per
+  /// sequence `s` and channel `j` ([B, L, N], L and N static).
+  ::lru::ScanOp scan;
+  std::string steps; ///< the scan's L
+
+  static FusedLayout of(::lru::FusedOp op);
+};
+
+/// The statements that compute one element of an lru.fused group and store
+/// its results. The caller writes the loop or thread around them, which
+/// defines `i` (the flat index) and, for a nested group, `o` (the row) and
+/// `j` (the index in the last dim); for a scan also `t` (the time step) and
+/// `real` (t is within the sequence), and the channel's state, named by
+/// `stateOf(part)` with part "re", "im" (complex) or "" (real).
+class FusedBody {
+public:
+  FusedBody(::lru::FusedOp op, llvm::StringRef math, unsigned &counter);
+
+  /// The array that holds the group's input `arg` (C++ name).
+  void bindInput(mlir::BlockArgument arg, const std::string &array);
+  /// The array bound to the group's input `arg` (scan init, lengths).
+  std::string arrayOf(mlir::Value arg) const { return arrays.lookup(arg); }
+  const FusedLayout &getLayout() const { return layout; }
+  /// Splat constants as scalar declarations, written once before the loop.
+  void writeConstants(llvm::raw_ostream &k);
+  /// One element; `outputs` are the arrays of the group's results.
+  mlir::LogicalResult
+  writeElement(llvm::raw_ostream &k,
+               llvm::function_ref<std::string(llvm::StringRef)> stateOf,
+               llvm::ArrayRef<std::string> outputs);
+
+private:
+  ::lru::FusedOp op;
+  FusedLayout layout;
+  std::string math;
+  unsigned &counter;
+  llvm::DenseMap<mlir::Value, std::string> scalars, arrays;
+};
+
+} // namespace lruc::emit
+
+#endif // LRUC_CODEGEN_EMITSUPPORT_H

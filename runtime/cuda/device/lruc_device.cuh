@@ -1,0 +1,178 @@
+//===- lruc_device.cuh - Device helpers of generated CUDA code --*- CUDA -*-===//
+//
+// The prelude of every CUDA source lruc generates (`lruc --emit=cuda`),
+// compiled by NVRTC: no standard headers, so the fixed-width integers are
+// defined here. It holds what runtime/cpu's Kernels.h holds for the CPU
+// library: the scalar helpers the fused kernels name as lruc::gpu:: (the
+// same names, the formulas of the reference interpreter in float), complex
+// arithmetic, and the device side of bad-data reports. The emitter writes
+// one kernel per op with its shapes as constants; only the batch `B` is a
+// run-time argument.
+//
+//===----------------------------------------------------------------------===//
+
+#ifdef __CUDACC_RTC__
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else // nvcc, for checking the prelude by hand
+#include <cstdint>
+#endif
+
+#include "lruc/core/PhiloxRounds.h"
+
+namespace lruc {
+namespace gpu {
+
+// --- Complex numbers (interleaved re, im, as std::complex<float>) -----------
+
+struct cfloat {
+  float re, im;
+  __device__ cfloat() : re(0.0f), im(0.0f) {}
+  __device__ cfloat(float r) : re(r), im(0.0f) {}
+  __device__ cfloat(float r, float i) : re(r), im(i) {}
+  __device__ float real() const { return re; }
+  __device__ float imag() const { return im; }
+};
+
+__device__ inline cfloat operator+(cfloat a, cfloat b) {
+  return cfloat(a.re + b.re, a.im + b.im);
+}
+__device__ inline cfloat operator-(cfloat a, cfloat b) {
+  return cfloat(a.re - b.re, a.im - b.im);
+}
+__device__ inline cfloat operator-(cfloat a) { return cfloat(-a.re, -a.im); }
+__device__ inline cfloat &operator+=(cfloat &a, cfloat b) { return a = a + b; }
+__device__ inline cfloat operator*(cfloat a, cfloat b) {
+  return cfloat(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+/// a / b as (a conj(b)) / |b|^2: the CPU library's division (it is built
+/// with -fcx-limited-range).
+__device__ inline cfloat operator/(cfloat a, cfloat b) {
+  float d = b.re * b.re + b.im * b.im;
+  return cfloat((a.re * b.re + a.im * b.im) / d,
+                (a.im * b.re - a.re * b.im) / d);
+}
+
+__device__ inline float real(cfloat z) { return z.re; }
+__device__ inline float imag(cfloat z) { return z.im; }
+__device__ inline float real(float x) { return x; }
+__device__ inline float imag(float) { return 0.0f; }
+__device__ inline cfloat conj(cfloat z) { return cfloat(z.re, -z.im); }
+
+// --- Scalar functions the generated kernels use ------------------------------
+
+__device__ inline float exp(float x) { return expf(x); }
+__device__ inline cfloat exp(cfloat z) {
+  float m = expf(z.re), s, c;
+  sincosf(z.im, &s, &c);
+  return cfloat(m * c, m * s);
+}
+__device__ inline float log(float x) { return logf(x); }
+__device__ inline float sqrt(float x) { return sqrtf(x); }
+__device__ inline float rsqrt(float x) { return 1.0f / sqrtf(x); }
+__device__ inline float tanh(float x) { return tanhf(x); }
+__device__ inline float max(float a, float b) { return fmaxf(a, b); }
+
+/// 1 / (1 + e^-x); 0 or 1 (never NaN) where e^-x overflows.
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/// log(1 + e^x), no overflow: x + log1p(e^-x) for x > 0.
+__device__ inline float softplus(float x) {
+  return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+/// Exact: x Φ(x) = ½ x (1 + erf(x/√2)); approximate: the tanh form.
+__device__ inline float gelu(float x, bool approximate) {
+  const float kSqrt2OverPi = 0.79788456080286535588f;
+  if (approximate)
+    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+}
+
+/// d gelu / dx (runtime/cpu's geluGrad: the tanh form's second term is
+/// skipped where 1 - t^2 is 0).
+__device__ inline float geluGrad(float x, bool approximate) {
+  const float kSqrt2OverPi = 0.79788456080286535588f;
+  if (approximate) {
+    float t = tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x));
+    float sech2 = 1.0f - t * t;
+    if (sech2 == 0.0f)
+      return 0.5f * (1.0f + t);
+    float du = kSqrt2OverPi * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + t) + 0.5f * x * sech2 * du;
+  }
+  float density = expf(-0.5f * x * x) * 0.39894228040143267794f;
+  return 0.5f * (1.0f + erff(x * 0.70710678118654752440f)) + x * density;
+}
+
+// --- Threads -------------------------------------------------------------------
+
+/// The first index of this thread in a grid-stride loop, and the stride.
+__device__ inline int64_t firstIndex() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t gridStride() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
+
+/// The sum of `v` over the block (blockDim.x a multiple of 32, at most
+/// 1024), in thread 0; the same tree every run, so sums repeat exactly.
+__device__ inline float blockSum(float v) {
+  __shared__ float partial[32];
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, offset);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < blockDim.x / 32 ? partial[lane] : 0.0f;
+  if (warp == 0)
+    for (int offset = 16; offset > 0; offset /= 2)
+      v += __shfl_down_sync(0xffffffffu, v, offset);
+  __syncthreads(); // partial is reused by the next call
+  return v;
+}
+
+__device__ inline cfloat blockSum(cfloat v) {
+  float re = blockSum(v.re);
+  return cfloat(re, blockSum(v.im));
+}
+
+// --- Bad data --------------------------------------------------------------------
+//
+// A kernel that meets bad data (an index out of range, a length outside
+// [0, L]) records the first report in the call's Status block and writes
+// zeros; the host reads the block once, after the call, and turns it into
+// the message the CPU library would give (lruc_model.h: nonzero return).
+
+struct Status {
+  int32_t op;    ///< the reporting op's number in its function, -1: none
+  int32_t pad;
+  int64_t index; ///< the bad entry's flat index
+  int64_t value; ///< and its value
+};
+
+__device__ inline void report(Status *status, int32_t op, int64_t index,
+                              int64_t value) {
+  if (atomicCAS(&status->op, -1, op) == -1) {
+    status->index = index;
+    status->value = value;
+  }
+}
+
+/// Dropout's decision for the four elements of Philox block `block`
+/// (runtime/core's dropoutKeep): kept iff (word >> 8) >= threshold.
+__device__ inline void dropoutWords(uint64_t seed, uint32_t step,
+                                    uint32_t site, uint64_t block,
+                                    uint32_t words[4]) {
+  words[0] = uint32_t(block);
+  words[1] = uint32_t(block >> 32);
+  words[2] = site;
+  words[3] = step;
+  lruc::core::philoxRounds(words, uint32_t(seed), uint32_t(seed >> 32));
+}
+
+} // namespace gpu
+} // namespace lruc
