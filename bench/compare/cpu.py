@@ -66,7 +66,7 @@ def run_lruc(args):
     inputs = make_inputs(library, args.batch)
     key = (1, 1)
     zeros = np.zeros_like(params)
-    out = {
+    out = {} if args.step_only else {
         "forward": timed(lambda: library.forward(params, state, inputs),
                          args.repeats),
         "forward+backward": timed(
@@ -137,9 +137,10 @@ def run_torch(args):
             forward_backward()
             optimizer.step()
 
-        times = {"forward": timed(forward, args.repeats),
-                 "forward+backward": timed(forward_backward, args.repeats),
-                 "train step": timed(train_step, args.repeats)}
+        times = {} if args.step_only else {
+            "forward": timed(forward, args.repeats),
+            "forward+backward": timed(forward_backward, args.repeats),
+            "train step": timed(train_step, args.repeats)}
         if library.step_mode:
             seq = inputs.get("tokens", inputs.get("features"))
 
@@ -160,6 +161,7 @@ def side(args, which):
     command = [sys.executable, __file__, "--side", which, "--library",
                str(args.library), "--lruc", args.lruc, "--repeats",
                str(args.repeats), "--torch-memory", str(args.torch_memory),
+               *(["--step-only"] if args.step_only else []),
                args.model, str(args.batch)]
     command += [f"-D{d}" for d in args.defines]
     env = dict(os.environ)
@@ -218,6 +220,8 @@ def main():
     parser.add_argument("--torch-memory", type=float, default=16,
                         help="GiB the parallel scan may keep (default 16)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--step-only", action="store_true",
+                        help="time step mode only (causal models)")
     parser.add_argument("--configs",
                         help="comma-separated Table 9 models to run "
                              "(default: all)")

@@ -230,8 +230,8 @@ void reduceSum(const T *x, const Shape &xShape, uint32_t reducedDims, T *y) {
 }
 
 template <class T>
-void concat(const T *const *parts, const Shape *partShapes, int count,
-            int dim, T *y) {
+void concat(const T *const *parts, const Shape *partShapes, int count, int dim,
+            T *y) {
   const Shape &first = partShapes[0];
   int64_t outer = 1, inner = 1, total = 0;
   for (int d = 0; d < dim; ++d)
@@ -269,8 +269,8 @@ void slice(const T *x, const Shape &xShape, int dim, int64_t offset,
 // Sequences
 //===----------------------------------------------------------------------===//
 
-bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps,
-                bool last, float *y, std::string &error) {
+bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps, bool last,
+                float *y, std::string &error) {
   if (!checkLengths(lengths, batch, steps, error))
     return false;
   for (int64_t b = 0; b < batch; ++b) {
@@ -396,16 +396,50 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     return;
   }
   blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
-  // Rows of C in parallel, each part one sgemm on OpenBLAS's calling
-  // thread; a part does at least ~4 MFLOP.
-  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 21) / (n * k));
-  parallelFor(m, grain, [&](int64_t m0, int64_t m1) {
+  constexpr int64_t kVectorRows = 8;
+  auto part = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float *rows = transA ? a + m0 : a + m0 * k;
+    const float *columns = transB ? b + n0 * k : b + n0;
+    if (m1 - m0 <= kVectorRows) {
+      // Products with a few vectors: sgemv reads B as it is, where
+      // OpenBLAS's sgemm first copies it into its packed layout (more than
+      // twice the traffic, and reading B is the bound here). B is taken in
+      // blocks of columns of ~128 KiB, which stay in cache across the rows.
+      int64_t block = std::max<int64_t>(16, (int64_t(1) << 15) / k);
+      for (int64_t b0 = n0; b0 < n1; b0 += block) {
+        int64_t b1 = std::min(n1, b0 + block);
+        const float *weights = transB ? b + b0 * k : b + b0;
+        for (int64_t r = m0; r < m1; ++r)
+          cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans,
+                      transB ? blasint(b1 - b0) : blasint(k),
+                      transB ? blasint(k) : blasint(b1 - b0), 1.0f, weights,
+                      ldb, transA ? a + r : a + r * k, transA ? lda : 1, 0.0f,
+                      c + r * n + b0, 1);
+      }
+      return;
+    }
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
-                blasint(n), blasint(k), 1.0f, rows, lda, b, ldb, 0.0f,
-                c + m0 * n, blasint(n));
-  });
+                blasint(n1 - n0), blasint(k), 1.0f, rows, lda, columns, ldb,
+                0.0f, c + m0 * n + n0, blasint(n));
+  };
+  // Rows of C in parallel, each part one sgemm on OpenBLAS's calling
+  // thread, of at least ~4 MFLOP (2^21 multiply-adds). With too few rows to
+  // give every thread a part (step mode's few sequences: products with
+  // vectors, bound by reading the weights), columns of C instead, so that
+  // every core reads its share of B; a part then reads at least 256 KiB.
+  constexpr int64_t kRowPartWork = int64_t(1) << 21;
+  constexpr int64_t kColumnPartWork = int64_t(1) << 16;
+  int64_t rowGrain = std::max<int64_t>(1, kRowPartWork / (n * k));
+  if (m >= rowGrain * threadCount()) {
+    parallelFor(m, rowGrain,
+                [&](int64_t m0, int64_t m1) { part(m0, m1, 0, n); });
+    return;
+  }
+  // Column parts of 16 or more (a multiple of the SIMD width).
+  int64_t columnGrain = std::max<int64_t>(16, kColumnPartWork / (m * k));
+  parallelFor(n, (columnGrain + 15) / 16 * 16,
+              [&](int64_t n0, int64_t n1) { part(0, m, n0, n1); });
 }
 
 } // namespace
@@ -471,9 +505,8 @@ SoftmaxStats softmaxStats(const float *z, int64_t classes) {
   for (int64_t k = 1; k < classes; ++k)
     if (z[k] > z[best])
       best = k;
-  SoftmaxStats stats{classes > 0 ? z[best]
-                                 : -std::numeric_limits<float>::infinity(),
-                     0.0f};
+  SoftmaxStats stats{
+      classes > 0 ? z[best] : -std::numeric_limits<float>::infinity(), 0.0f};
   for (int64_t k = 0; k < classes; ++k)
     if (k != best)
       stats.rest += std::exp(z[k] - stats.top);

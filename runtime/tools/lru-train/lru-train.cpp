@@ -2,6 +2,7 @@
 //
 //   lru-train model.so [--data DIR] [--batch N] [--steps N | --epochs N]
 //             [--lr X] [--seed N] [--eval-every N] [--out DIR] [--resume]
+//             [--init-from CHECKPOINT]
 //             [--device cpu|gpu|auto] [--threads N] [--max-train N]
 //             [--max-eval N] ...
 //
@@ -83,7 +84,7 @@ void installStopHandlers() {
 
 struct Flags {
   std::string model;
-  std::optional<std::string> data, out, device, task, schedule;
+  std::optional<std::string> data, out, device, task, schedule, initFrom;
   std::optional<int64_t> batch, steps, epochs, seed, dropoutSeed, evalEvery,
       evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter;
   std::optional<double> lr, warmup, floor, valFraction;
@@ -93,28 +94,51 @@ struct Flags {
 Flags parseFlags(int argc, char **argv) {
   Flags f;
   tools::CommandLine cl(kTool, "model.so [options]");
-  cl.flag("data", &f.data, "DIR", "where the task's data is (default: the model file's, or the task's default place)");
-  cl.flag("task", &f.task, "NAME", "the task (default: the model file's `data`)");
+  cl.flag("data", &f.data, "DIR",
+          "where the task's data is (default: the model file's, or the task's "
+          "default place)");
+  cl.flag("task", &f.task, "NAME",
+          "the task (default: the model file's `data`)");
   cl.flag("batch", &f.batch, "N", "examples per step");
   cl.flag("steps", &f.steps, "N", "optimizer steps in all");
-  cl.flag("epochs", &f.epochs, "N", "passes over the training set (instead of --steps)");
+  cl.flag("epochs", &f.epochs, "N",
+          "passes over the training set (instead of --steps)");
   cl.flag("lr", &f.lr, "X", "peak learning rate");
   cl.flag("schedule", &f.schedule, "KIND", "warmup_cosine or constant");
   cl.flag("warmup", &f.warmup, "F", "fraction of the steps spent warming up");
   cl.flag("floor", &f.floor, "X", "learning rate at the start and the end");
-  cl.flag("seed", &f.seed, "N", "parameter init, data order and validation hold-out");
-  cl.flag("dropout-seed", &f.dropoutSeed, "N", "dropout masks (default: the model file's)");
-  cl.flag("eval-every", &f.evalEvery, "N", "evaluate (and save) every N steps (default: once per epoch)");
-  cl.flag("eval-batch", &f.evalBatch, "N", "examples per evaluation batch (default: --batch)");
-  cl.flag("val-fraction", &f.valFraction, "F", "share of train held out for validation when the task has no val split (0.1)");
+  cl.flag("seed", &f.seed, "N",
+          "parameter init, data order and validation hold-out");
+  cl.flag("dropout-seed", &f.dropoutSeed, "N",
+          "dropout masks (default: the model file's)");
+  cl.flag("eval-every", &f.evalEvery, "N",
+          "evaluate (and save) every N steps (default: once per epoch)");
+  cl.flag("eval-batch", &f.evalBatch, "N",
+          "examples per evaluation batch (default: --batch)");
+  cl.flag("val-fraction", &f.valFraction, "F",
+          "share of train held out for validation when the task has no val "
+          "split (0.1)");
   cl.flag("out", &f.out, "DIR", "output folder (default: runs/MODEL)");
-  cl.flag("resume", &f.resume, "continue the run in --out from its last.safetensors");
-  cl.flag("stop-after", &f.stopAfter, "N", "stop after step N, saving last.safetensors (continue later with --resume)");
-  cl.flag("device", &f.device, "KIND", "cpu, gpu or auto (default auto: a GPU when the library and machine have one)");
-  cl.flag("threads", &f.threads, "N", "CPU threads: a training step's kernels, or evaluation batches in parallel (default: all cores)");
-  cl.flag("max-train", &f.maxTrain, "N", "use only the first N training examples");
-  cl.flag("max-eval", &f.maxEval, "N", "evaluate on at most N examples per split");
-  cl.flag("log-every", &f.logEvery, "N", "without a terminal, print progress every N steps");
+  cl.flag("resume", &f.resume,
+          "continue the run in --out from its last.safetensors");
+  cl.flag("init-from", &f.initFrom, "FILE",
+          "start from a checkpoint's parameters and running statistics "
+          "(fine-tuning; a new run: step 0, fresh optimizer state)");
+  cl.flag("stop-after", &f.stopAfter, "N",
+          "stop after step N, saving last.safetensors (continue later with "
+          "--resume)");
+  cl.flag("device", &f.device, "KIND",
+          "cpu, gpu or auto (default auto: a GPU when the library and machine "
+          "have one)");
+  cl.flag("threads", &f.threads, "N",
+          "CPU threads: a training step's kernels, or evaluation batches in "
+          "parallel (default: all cores)");
+  cl.flag("max-train", &f.maxTrain, "N",
+          "use only the first N training examples");
+  cl.flag("max-eval", &f.maxEval, "N",
+          "evaluate on at most N examples per split");
+  cl.flag("log-every", &f.logEvery, "N",
+          "without a terminal, print progress every N steps");
   std::vector<std::string> positional = cl.parse(argc, argv);
   if (positional.size() != 1)
     throw UsageError(positional.empty()
@@ -126,6 +150,9 @@ Flags parseFlags(int argc, char **argv) {
 
   if (f.steps && f.epochs)
     throw UsageError("--steps and --epochs exclude each other");
+  if (f.resume && f.initFrom)
+    throw UsageError("--resume and --init-from exclude each other (--resume "
+                     "continues a run; --init-from starts a new one)");
   for (auto [value, name] : {std::pair{&f.batch, "batch"},
                              {&f.steps, "steps"},
                              {&f.epochs, "epochs"},
@@ -152,8 +179,9 @@ Flags parseFlags(int argc, char **argv) {
   if (f.floor && *f.floor < 0)
     throw UsageError("--floor must not be negative");
   if (f.schedule && *f.schedule != "constant" && *f.schedule != "warmup_cosine")
-    throw UsageError(fmt::format(
-        "--schedule {}: unknown (known: warmup_cosine, constant)", *f.schedule));
+    throw UsageError(
+        fmt::format("--schedule {}: unknown (known: warmup_cosine, constant)",
+                    *f.schedule));
   if (f.device && *f.device != "cpu" && *f.device != "gpu" &&
       *f.device != "auto")
     throw UsageError(
@@ -270,9 +298,9 @@ public:
     try {
       field = it->get<T>();
     } catch (const json::exception &) {
-      throw HostError(fmt::format("{}: metadata \"train\": {} is {}, not a {}",
-                                  file_, key, it->dump(),
-                                  std::is_arithmetic_v<T> ? "number" : "string"));
+      throw HostError(fmt::format(
+          "{}: metadata \"train\": {} is {}, not a {}", file_, key, it->dump(),
+          std::is_arithmetic_v<T> ? "number" : "string"));
     }
   }
   template <typename T>
@@ -417,6 +445,13 @@ public:
                   current_.state.data());
   }
 
+  /// Starts from `checkpoint`'s parameters and running statistics (its
+  /// step and optimizer state are not taken).
+  void initialiseFrom(const Checkpoint &checkpoint) {
+    current_.params = checkpoint.params;
+    current_.state = checkpoint.state;
+  }
+
   /// Continues from `checkpoint` (last.safetensors).
   void restore(Checkpoint checkpoint) {
     current_ = std::move(checkpoint);
@@ -427,8 +462,9 @@ public:
       char *end = nullptr;
       double value = std::strtod(it->second.c_str(), &end);
       if (*end != '\0')
-        throw HostError(fmt::format("{}: metadata \"{}\" is \"{}\", not a number",
-                                    lastPath_.string(), key, it->second));
+        throw HostError(
+            fmt::format("{}: metadata \"{}\" is \"{}\", not a number",
+                        lastPath_.string(), key, it->second));
       return value;
     };
     bestAccuracy_ = number("best_val_accuracy", -1);
@@ -461,20 +497,22 @@ public:
       const int64_t step = current_.step + 1;
       const int64_t epoch = epochOf(step);
       if (epoch != orderEpoch) {
-        order = permutation(train_.size(), s.seed, kShuffleTag, uint32_t(epoch));
+        order =
+            permutation(train_.size(), s.seed, kShuffleTag, uint32_t(epoch));
         orderEpoch = epoch;
       }
-      const size_t first = size_t((step - 1) % s.stepsPerEpoch) * size_t(s.batch);
+      const size_t first =
+          size_t((step - 1) % s.stepsPerEpoch) * size_t(s.batch);
       data::gather(train_, order.data() + first, size_t(s.batch), batch);
       std::vector<const void *> inputs = bindInputs(manifest_, batch);
       const double lr = s.schedule.lr(step, s.totalSteps);
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
 
       auto before = std::chrono::steady_clock::now();
-      library_.trainStep(s.batch, current_.params.data(),
-                         current_.adamM.data(), current_.adamV.data(),
-                         current_.state.data(), float(lr), step,
-                         inputs.data(), dropoutKey, outputs.resize(s.batch));
+      library_.trainStep(s.batch, current_.params.data(), current_.adamM.data(),
+                         current_.adamV.data(), current_.state.data(),
+                         float(lr), step, inputs.data(), dropoutKey,
+                         outputs.resize(s.batch));
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - before)
                            .count();
@@ -572,9 +610,9 @@ private:
 
   EvalResult evaluateSplit(const Checkpoint &checkpoint, data::Split split) {
     kernelThreads_.use(1); // batches in parallel instead
-    EvalResult r = evaluate(library_, checkpoint.params.data(),
-                            checkpoint.state.data(), data_.split(split),
-                            settings_.evalBatch, threads_);
+    EvalResult r =
+        evaluate(library_, checkpoint.params.data(), checkpoint.state.data(),
+                 data_.split(split), settings_.evalBatch, threads_);
     kernelThreads_.use(threads_);
     return r;
   }
@@ -603,10 +641,10 @@ private:
   /// The test split, on the checkpoint that did best on validation.
   EvalResult testBest() {
     std::error_code ec;
-    Checkpoint best = fs::exists(bestPath_, ec)
-                          ? loadCheckpoint(bestPath_, manifest_,
-                                           OptimizerState::Optional)
-                          : current_;
+    Checkpoint best =
+        fs::exists(bestPath_, ec)
+            ? loadCheckpoint(bestPath_, manifest_, OptimizerState::Optional)
+            : current_;
     EvalResult test = evaluateSplit(best, data::Split::Test);
     metrics_->eval(bestStep_, epochOf(bestStep_), "test", test.loss,
                    test.accuracy, test.examples, elapsed());
@@ -675,6 +713,11 @@ int trainMain(int argc, char **argv) {
         out.string(), lastPath.filename().string()));
   }
 
+  // A fine-tuning run's starting point, read before anything is written.
+  std::optional<Checkpoint> initial;
+  if (f.initFrom)
+    initial = loadCheckpoint(*f.initFrom, manifest, OptimizerState::Optional);
+
   DataOptions dataOptions;
   dataOptions.task = s.task;
   dataOptions.root = s.dataRoot;
@@ -703,6 +746,8 @@ int trainMain(int argc, char **argv) {
   Trainer trainer(library, s, data, out, threads);
   if (resumed)
     trainer.restore(std::move(*resumed));
+  else if (initial)
+    trainer.initialiseFrom(*initial);
   else
     trainer.initialise();
 
@@ -710,6 +755,8 @@ int trainMain(int argc, char **argv) {
   json config = s.all();
   config["model"] = manifest.model;
   config["library"] = fs::absolute(library.path()).string();
+  if (f.initFrom)
+    config["init_from"] = fs::absolute(*f.initFrom).string();
   config["validation"] = data.validationSource();
   config["threads"] = threads;
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
@@ -730,8 +777,8 @@ int trainMain(int argc, char **argv) {
     std::fprintf(stderr, "%s: resuming at step %lld from %s\n", kTool,
                  (long long)trainer.step(), lastPath.string().c_str());
 
-  const int64_t logEvery = f.logEvery.value_or(
-      std::clamp<int64_t>(s.totalSteps / 20, 1, 100));
+  const int64_t logEvery =
+      f.logEvery.value_or(std::clamp<int64_t>(s.totalSteps / 20, 1, 100));
   return trainer.run(f.stopAfter, logEvery);
 }
 
