@@ -87,11 +87,11 @@ public:
   }
 
 private:
-  /// Starts kernel `name` with `B`, the status block, the op's operands
-  /// (`inputs`, const) and results; returns the parameter names.
-  std::string begin(Operation *op, StringRef suffix, std::string threads,
-                    ArrayRef<Value> inputs, ArrayRef<Value> outputs,
-                    bool blockPerOutput = false) {
+  /// Starts the op's kernel (its name: the function, the op's index and
+  /// `suffix`) with `B`, the status block, `inputs` (const) and `outputs`.
+  void begin(Operation *op, StringRef suffix, std::string threads,
+             ArrayRef<Value> inputs, ArrayRef<Value> outputs,
+             bool blockPerOutput = false) {
     std::string name = prefix + "_" + std::to_string(opIndex) + suffix.str();
     current->push_back({name, std::move(threads), blockPerOutput,
                         op->getName().getStringRef().str()});
@@ -106,7 +106,6 @@ private:
     for (auto [n, v] : llvm::enumerate(outputs))
       param(v, false, n);
     os << ") {\n  (void)B; (void)status;\n";
-    return name;
   }
 
   void gridLoop(StringRef count) {
@@ -390,6 +389,16 @@ private:
     return success();
   }
 
+  /// `index`, the table row of element i's entry `e` of `in1` (a table of
+  /// `width` columns); one outside [0, vocab) is reported and `onBad` runs.
+  void readIndex(StringRef vocab, StringRef width, StringRef onBad) {
+    os << "    const int64_t e = i / " << width << ";\n"
+       << "    const int64_t index = in1[e];\n"
+       << "    if (index < 0 || index >= " << vocab << ") {\n"
+       << "      lruc::gpu::report(status, " << opIndex << ", e, index);\n"
+       << onBad << "      continue;\n    }\n";
+  }
+
   LogicalResult emitGather(lru::GatherOp op) {
     auto table = tensorType(op.getTable());
     std::string vocab = dimExpr(table.getDimSize(0)),
@@ -397,12 +406,8 @@ private:
     std::string count = countExpr(op.getResult());
     begin(op, "", count, {op.getTable(), op.getIndices()}, {op.getResult()});
     gridLoop(count);
-    os << "    const int64_t e = i / " << width << ";\n"
-       << "    const int64_t index = in1[e];\n"
-       << "    if (index < 0 || index >= " << vocab << ") {\n"
-       << "      lruc::gpu::report(status, " << opIndex
-       << ", e, index);\n      out0[i] = 0.0f;\n      continue;\n    }\n"
-       << "    out0[i] = in0[index * " << width << " + i % " << width
+    readIndex(vocab, width, "      out0[i] = 0.0f;\n");
+    os << "    out0[i] = in0[index * " << width << " + i % " << width
        << "];\n  }\n}\n\n";
     return success();
   }
@@ -420,12 +425,8 @@ private:
     std::string count = countExpr(op.getUpdates());
     begin(op, "", count, {op.getUpdates(), op.getIndices()}, {op.getResult()});
     gridLoop(count);
-    os << "    const int64_t e = i / " << width << ";\n"
-       << "    const int64_t index = in1[e];\n"
-       << "    if (index < 0 || index >= " << vocab << ") {\n"
-       << "      lruc::gpu::report(status, " << opIndex
-       << ", e, index);\n      continue;\n    }\n"
-       << "    atomicAdd(&out0[index * " << width << " + i % " << width
+    readIndex(vocab, width, "");
+    os << "    atomicAdd(&out0[index * " << width << " + i % " << width
        << "], in0[i]);\n  }\n}\n\n";
     return success();
   }
