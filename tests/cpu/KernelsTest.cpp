@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lruc/cpu/Kernels.h"
+#include "lruc/core/Random.h"
 
 #include "lruc/Interpreter.h"
 
@@ -978,6 +979,32 @@ TEST(CpuThreads, ScanAndGemmDoNotDependOnTheThreadCount) {
     for (size_t i = 0; i < y1.size(); ++i)
       ASSERT_NEAR(y1[i], y4[i], 1e-5f * (1 + std::abs(y1[i]))) << i;
   }
+}
+
+// Dropout masks split by groups of Philox blocks: the same mask on one
+// thread as on four, element by element runtime/core's decision (a count
+// large enough for several parts, with a partial last block).
+TEST(CpuThreads, DropoutMaskDoesNotDependOnTheThreadCount) {
+  ThreadCountGuard guard;
+  const int64_t count = 100003, key[2] = {77, 12};
+  const double rate = 0.3;
+  const uint32_t site = 5;
+  std::vector<float> x(static_cast<size_t>(count));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 1.0f + float(i % 13);
+  auto run = [&](int threads) {
+    lruc::cpu::setThreadCount(threads);
+    std::vector<float> y(x.size(), -1.0f);
+    lruc::cpu::dropoutMask(x.data(), count, key, rate, site, y.data());
+    return y;
+  };
+  std::vector<float> one = run(1), four = run(4);
+  EXPECT_EQ(one, four);
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(four[size_t(i)] != 0,
+              lruc::core::dropoutKeep(uint64_t(key[0]), uint32_t(key[1]), site,
+                                      uint64_t(i), rate))
+        << "position " << i;
 }
 
 } // namespace

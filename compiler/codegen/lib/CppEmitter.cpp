@@ -285,7 +285,8 @@ private:
     // exp, GELU and sigmoid of whole layers scalar.
     Block &body = op.getBody().front();
     std::string kernel = "fused" + std::to_string(counter++);
-    emit::FusedBody element(op, "lruc::cpu", counter);
+    emit::FusedBody element(op, "lruc::cpu", counter,
+                            emit::FusedBody::ComplexStores::Parts);
     SmallVector<std::string> params, args;
     llvm::DenseMap<Value, std::string> restricted;
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
@@ -320,8 +321,14 @@ private:
         checked("lruc::cpu::checkLengths(" + get(outside) + ", B, " +
                 layout.steps + ", error)");
       }
-      os << "  lruc::cpu::parallelFor(B, "
-         << std::max<int64_t>(1, 16384 / (shape[1] * shape[2]));
+      // Parts are (sequence, block of channels): whole rows unless there
+      // are fewer sequences than threads (lruc::cpu::scanChannelBlock).
+      os << "  const int64_t " << kernel
+         << "_block = lruc::cpu::scanChannelBlock(B, " << shape[2] << ");\n"
+         << "  lruc::cpu::parallelFor(B * ((" << shape[2] << " + " << kernel
+         << "_block - 1) / " << kernel
+         << "_block), std::max<int64_t>(1, 16384 / (" << shape[1] << " * "
+         << kernel << "_block))";
     } else {
       os << "  lruc::cpu::parallelFor("
          << (layout.nested ? layout.rows : count(op.getResult(0))) << ", "
@@ -329,14 +336,15 @@ private:
                  ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
                  : "16384");
     }
-    os << ", [&](int64_t begin, int64_t end) {\n    " << kernel
-       << "(B, begin, end";
+    os << ", [&](int64_t begin, int64_t end) {\n    " << kernel << "(B, "
+       << (scan ? kernel + "_block, " : "") << "begin, end";
     for (const std::string &a : args)
       os << ", " << a;
     os << ");\n  });\n";
 
     llvm::raw_ostream &k = kernelStream;
-    k << "void " << kernel << "(int64_t B, int64_t begin, int64_t end";
+    k << "void " << kernel << "(int64_t B, " << (scan ? "int64_t block, " : "")
+      << "int64_t begin, int64_t end";
     for (const std::string &p : params)
       k << ", " << p;
     k << ") {\n";
@@ -354,19 +362,23 @@ private:
       Value init = scan.getInit();
       std::string initValue =
           init ? element.arrayOf(init) + "[s * " + last + " + j]" : "0.0f";
-      k << "  for (int64_t s = begin; s < end; ++s) {\n"
+      k << "  const int64_t parts = (" << last << " + block - 1) / block;\n"
+        << "  for (int64_t u = begin; u < end; ++u) {\n"
+        << "   const int64_t s = u / parts, j0 = u % parts * block;\n"
+        << "   const int64_t j1 = std::min<int64_t>(" << last
+        << ", j0 + block);\n"
         << "   const int64_t length = "
         << (lengths.empty() ? layout.steps : lengths + "[s]") << ";\n";
       if (isComplex(scan.getType()))
         k << "   float " << state << "re[" << last << "], " << state << "im["
           << last << "];\n"
-          << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+          << "   for (int64_t j = j0; j < j1; ++j) {\n"
           << "    " << state << "re[j] = std::real(" << initValue << ");\n"
           << "    " << state << "im[j] = std::imag(" << initValue << ");\n"
           << "   }\n";
       else
         k << "   float " << state << "[" << last << "];\n"
-          << "   for (int64_t j = 0; j < " << last << "; ++j)\n"
+          << "   for (int64_t j = j0; j < j1; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
       k << "   for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
         << "    const int64_t t = "
@@ -374,7 +386,7 @@ private:
         << ";\n"
         << "    const bool real = t < length;\n"
         << "    const int64_t o = s * " << layout.steps << " + t;\n"
-        << "    for (int64_t j = 0; j < " << last << "; ++j) {\n"
+        << "    for (int64_t j = j0; j < j1; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else if (layout.nested) {
       k << "  for (int64_t o = begin; o < end; ++o) {\n"

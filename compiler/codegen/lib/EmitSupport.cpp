@@ -140,8 +140,10 @@ FusedLayout FusedLayout::of(lru::FusedOp op) {
   return layout;
 }
 
-FusedBody::FusedBody(lru::FusedOp op, StringRef math, unsigned &counter)
-    : op(op), layout(FusedLayout::of(op)), math(math.str()), counter(counter) {}
+FusedBody::FusedBody(lru::FusedOp op, StringRef math, unsigned &counter,
+                     ComplexStores complexStores)
+    : op(op), layout(FusedLayout::of(op)), math(math.str()), counter(counter),
+      complexStores(complexStores) {}
 
 void FusedBody::bindInput(BlockArgument arg, const std::string &array) {
   scalars[arg] = array + "[i]";
@@ -237,8 +239,16 @@ FusedBody::writeElement(llvm::raw_ostream &k,
     scalars[inner.getResult(0)] = name;
   }
   auto yield = cast<lru::YieldOp>(body.getTerminator());
-  for (auto [out, value] : llvm::zip(outputs, yield.getValues()))
-    k << "    " << out << "[i] = " << scalars.lookup(value) << ";\n";
+  for (auto [out, value] : llvm::zip(outputs, yield.getValues())) {
+    std::string v = scalars.lookup(value);
+    if (complexStores == ComplexStores::Parts && isComplex(value.getType()))
+      k << "    reinterpret_cast<float *>(" << out << " + i)[0] = " << v
+        << ".real();\n"
+        << "    reinterpret_cast<float *>(" << out << " + i)[1] = " << v
+        << ".imag();\n";
+    else
+      k << "    " << out << "[i] = " << v << ";\n";
+  }
   return success();
 }
 

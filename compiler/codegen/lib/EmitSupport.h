@@ -78,7 +78,13 @@ struct FusedLayout {
 /// `stateOf(part)` with part "re", "im" (complex) or "" (real).
 class FusedBody {
 public:
-  FusedBody(::lru::FusedOp op, llvm::StringRef math, unsigned &counter);
+  /// How a complex result is written: whole (`out[i] = v`), or as its two
+  /// floats, which GCC's vectorizer needs (it gives up on a loop that
+  /// stores a std::complex element).
+  enum class ComplexStores { Whole, Parts };
+
+  FusedBody(::lru::FusedOp op, llvm::StringRef math, unsigned &counter,
+            ComplexStores complexStores = ComplexStores::Whole);
 
   /// The array that holds the group's input `arg` (C++ name).
   void bindInput(mlir::BlockArgument arg, const std::string &array);
@@ -98,6 +104,7 @@ private:
   FusedLayout layout;
   std::string math;
   unsigned &counter;
+  ComplexStores complexStores;
   llvm::DenseMap<mlir::Value, std::string> scalars, arrays;
 };
 

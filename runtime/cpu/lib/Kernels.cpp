@@ -313,6 +313,24 @@ bool shift(const T *x, const T *init, const int32_t *lengths, bool reverse,
   return true;
 }
 
+namespace {
+constexpr int64_t kMaxScanBlock = 512;
+} // namespace
+
+int64_t scanChannelBlock(int64_t batch, int64_t width) {
+  // Two threads on halves of Path-X's one sequence: reverse scans 1.6-1.8x
+  // faster than one thread on whole rows, forward scans the same
+  // (bench/cpu/BenchScan.cpp, quiet machine).
+  int64_t threads = threadCount();
+  int64_t parts = (width + kMaxScanBlock - 1) / kMaxScanBlock;
+  if (batch < threads)
+    parts =
+        std::max(parts, (threads + batch - 1) / std::max<int64_t>(1, batch));
+  int64_t block = (width + parts - 1) / parts;
+  block = (block + 15) / 16 * 16;
+  return std::max<int64_t>(16, std::min(kMaxScanBlock, block));
+}
+
 template <class T>
 bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
           const int32_t *lengths, bool reverse, int64_t batch, int64_t steps,
@@ -326,16 +344,10 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
   // The state of a block of channels lives in a local array (in L1) across
   // the time loop; each step reads and writes the block's contiguous values
   // of b and x, so that b and x stream through memory in order (a narrow
-  // block strides through them and leaves the prefetcher behind). Blocks
-  // of whole rows up to kMaxBlock channels, even when there are fewer
-  // sequences than threads: two threads on halves of each row ran at a
-  // third of one thread's rate (bench/cpu/BenchScan.cpp, Path-X's batch 1).
-  constexpr int64_t kMaxBlock = 512;
+  // block strides through them and leaves the prefetcher behind).
   constexpr int64_t kScanPrefetchSteps = 16, kCacheLine = 64;
-  int64_t splits = (width + kMaxBlock - 1) / kMaxBlock;
-  int64_t block = (width + splits - 1) / splits;
-  block = std::min(kMaxBlock, (block + 15) / 16 * 16);
-  int64_t blocks = (width + block - 1) / block;
+  const int64_t block = scanChannelBlock(batch, width);
+  const int64_t blocks = (width + block - 1) / block;
   // Parts of at least ~16K elements: one step of a few sequences (step
   // mode) is cheaper to scan than to hand to another thread.
   int64_t grain =
@@ -350,7 +362,7 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
       for (int64_t t = length; t < steps; ++t)
         std::fill(x + base + t * width + n0, x + base + t * width + n0 + nb,
                   T(0));
-      T state[kMaxBlock];
+      T state[kMaxScanBlock];
       for (int64_t j = 0; j < nb; ++j)
         state[j] = init ? init[s * width + n0 + j] : T(0);
       // Real steps only: from 0 up, or from the sequence's last real step
@@ -615,31 +627,42 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
   // values are the interpreter's rounded to float.
   double keep = 1 - rate;
   // Four elements per Philox block (core::dropoutKeep's layout): element
-  // 4 b + j is decided by word j of block b.
-  int64_t blocks = (count + 3) / 4, block = 0;
-  for (; (block + kPhiloxLanes) * 4 <= count; block += kPhiloxLanes) {
-    uint32_t words[4][kPhiloxLanes], flat[4 * kPhiloxLanes];
-    philoxLanes(uint64_t(block), site, step, philoxKey, words);
-    for (int64_t l = 0; l < kPhiloxLanes; ++l)
-      for (int64_t j = 0; j < 4; ++j)
-        flat[l * 4 + j] = words[j][l];
-    // Every element divided, then selected: a loop without branches.
-    const float *xs = x + block * 4;
-    float *ys = y + block * 4;
-    for (int64_t e = 0; e < 4 * kPhiloxLanes; ++e) {
-      float kept = float(double(xs[e]) / keep);
-      ys[e] = (flat[e] >> 8) >= threshold ? kept : 0.0f;
-    }
-  }
-  for (; block < blocks; ++block) {
-    core::PhiloxCounter counter = {uint32_t(block),
-                                   uint32_t(uint64_t(block) >> 32), site, step};
-    core::PhiloxCounter words = core::philox4x32(counter, philoxKey);
-    for (int64_t j = 0; j < 4 && block * 4 + j < count; ++j) {
-      int64_t i = block * 4 + j;
-      y[i] = (words[j] >> 8) >= threshold ? float(double(x[i]) / keep) : 0.0f;
-    }
-  }
+  // 4 b + j is decided by word j of block b. Thread parts are whole groups
+  // of kPhiloxLanes blocks (the last part takes the tail).
+  const int64_t blocks = (count + 3) / 4;
+  const int64_t groups = (blocks + kPhiloxLanes - 1) / kPhiloxLanes;
+  parallelFor(
+      groups, std::max<int64_t>(1, 16384 / (4 * kPhiloxLanes)),
+      [&](int64_t begin, int64_t end) {
+        int64_t block = begin * kPhiloxLanes;
+        const int64_t last = std::min(blocks, end * kPhiloxLanes);
+        for (; block + kPhiloxLanes <= last &&
+               (block + kPhiloxLanes) * 4 <= count;
+             block += kPhiloxLanes) {
+          uint32_t words[4][kPhiloxLanes], flat[4 * kPhiloxLanes];
+          philoxLanes(uint64_t(block), site, step, philoxKey, words);
+          for (int64_t l = 0; l < kPhiloxLanes; ++l)
+            for (int64_t j = 0; j < 4; ++j)
+              flat[l * 4 + j] = words[j][l];
+          // Every element divided, then selected: a loop without branches.
+          const float *xs = x + block * 4;
+          float *ys = y + block * 4;
+          for (int64_t e = 0; e < 4 * kPhiloxLanes; ++e) {
+            float kept = float(double(xs[e]) / keep);
+            ys[e] = (flat[e] >> 8) >= threshold ? kept : 0.0f;
+          }
+        }
+        for (; block < last; ++block) {
+          core::PhiloxCounter counter = {
+              uint32_t(block), uint32_t(uint64_t(block) >> 32), site, step};
+          core::PhiloxCounter words = core::philox4x32(counter, philoxKey);
+          for (int64_t j = 0; j < 4 && block * 4 + j < count; ++j) {
+            int64_t i = block * 4 + j;
+            y[i] = (words[j] >> 8) >= threshold ? float(double(x[i]) / keep)
+                                                : 0.0f;
+          }
+        }
+      });
 }
 
 namespace {

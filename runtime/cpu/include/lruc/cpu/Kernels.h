@@ -244,6 +244,12 @@ int threadCount();
 /// model libraries as `extern "C" void lruc_cpu_set_threads(int)`.
 void setThreadCount(int threads);
 
+/// The channels a scan's thread part takes of each sequence of `width`
+/// channels: whole rows up to 512 channels when there are at least as many
+/// sequences as threads; else rows split so that every thread has a part
+/// (at least 16 channels each). Both forms keep each part's state in L1.
+int64_t scanChannelBlock(int64_t batch, int64_t width);
+
 /// Runs body(context, begin, end) over [0, n) in up to threadCount() parts
 /// of at least `grain` each (the caller runs one), or at once on the caller
 /// when one part would do or another region holds the pool.
