@@ -10,6 +10,10 @@
 // reads it may still join when everything it reads is ready at that place. A
 // scan joins like an elementwise op, one scan a group.
 //
+// Before grouping, scans that read one lru.complex (the two scans of a
+// bidirectional block) get a copy each: joining two floats costs nothing in a loop, while sharing it would
+// store the complex value in one group and read it back in the other.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lruc/Transforms/Passes.h"
@@ -197,16 +201,24 @@ std::vector<Group> formGroups(Block &block) {
         closedValues[op.getResult(0)] = *group;
         continue;
       }
-    // One scan a group: a second one starts a group of its own. Its init
-    // and lengths (and a constant lambda) come from outside the group.
+    // One scan a group: a second one starts a group of its own, and so
+    // does an input copied for it (copySharedComplexInputs). Its init and
+    // lengths (and a constant lambda) come from outside the group.
+    auto holdsScan = [&](ArrayRef<int64_t> shape) {
+      auto it = open.find(shape);
+      return it != open.end() &&
+             llvm::any_of(it->second,
+                          [](Operation *m) { return isa<lru::ScanOp>(m); });
+    };
     if (auto scan = dyn_cast<lru::ScanOp>(&op); scan && fusible) {
-      auto it = open.find(shapeOf(&op));
-      if (it != open.end() &&
-          (llvm::any_of(it->second,
-                        [](Operation *m) { return isa<lru::ScanOp>(m); }) ||
-           openValues.count(scan.getInit()) ||
-           openValues.count(scan.getLengths())))
+      if (holdsScan(shapeOf(&op)) || openValues.count(scan.getInit()) ||
+          openValues.count(scan.getLengths()))
         close(shapeOf(&op));
+    } else if (isa<lru::ComplexOp>(op) && op.hasOneUse() &&
+               isa<lru::ScanOp>(*op.getUsers().begin()) &&
+               isFusible(*op.getUsers().begin()) &&
+               holdsScan(shapeOf(&op))) {
+      close(shapeOf(&op));
     }
     if (fusible) {
       open[shapeOf(&op)].push_back(&op);
@@ -218,13 +230,42 @@ std::vector<Group> formGroups(Block &block) {
   return closed;
 }
 
+/// Gives each of the fusible scans reading one lru.complex its own copy, just
+/// before the scan (both of the copy's operands are defined before the
+/// original, hence before the scan); an original left unread goes.
+void copySharedComplexInputs(Block &block) {
+  SmallVector<lru::ComplexOp> shared;
+  for (Operation &op : block)
+    if (auto complex = dyn_cast<lru::ComplexOp>(&op))
+      if (!complex->hasOneUse())
+        shared.push_back(complex);
+  for (lru::ComplexOp complex : shared) {
+    SmallVector<lru::ScanOp> scans;
+    for (Operation *user : complex->getUsers())
+      if (auto scan = dyn_cast<lru::ScanOp>(user);
+          scan && isFusibleScan(scan) && scan.getB() == complex.getResult() &&
+          scan->getBlock() == &block)
+        scans.push_back(scan);
+    if (scans.size() < 2)
+      continue; // one group holds the value and the scan; no copy needed
+    for (lru::ScanOp scan : scans) {
+      OpBuilder builder(scan);
+      scan.getBMutable().assign(builder.clone(*complex)->getResult(0));
+    }
+    if (complex->use_empty())
+      complex->erase();
+  }
+}
+
 struct FuseElementwisePass
     : public lruc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
-    for (Block &block : getOperation().getBody())
+    for (Block &block : getOperation().getBody()) {
+      copySharedComplexInputs(block);
       for (const Group &group : formGroups(block))
         if (group.members.size() > 1)
           buildGroup(group.members, group.anchor);
+    }
   }
 };
 

@@ -77,3 +77,45 @@ func.func @not_ready(%a: tensor<?x4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<?x4x
   %r = lru.mul %e, %m : tensor<?x4x4xf32>
   return %r, %n : tensor<?x4x4xf32>, tensor<?x4x4xf32>
 }
+
+// -----
+
+// Two scans read one lru.complex (a bidirectional block): each group
+// joins its own copy of it from the two float inputs, so the complex value
+// is never stored; the original, unread, is gone.
+// CHECK-LABEL: func.func @shared_complex_input(
+// CHECK-NOT: lru.complex
+// CHECK: %[[F:.*]] = lru.fused(%[[RE:.*]], %[[IM:.*]], %{{.*}}) : (tensor<?x8x4xf32>, tensor<?x8x4xf32>, tensor<4xcomplex<f32>>) -> tensor<?x8x4xf32>
+// CHECK: lru.complex
+// CHECK: lru.scan
+// CHECK-NOT: reverse
+// CHECK: lru.yield
+// CHECK: %[[R:.*]] = lru.fused(%[[RE]], %[[IM]], %{{.*}}) : (tensor<?x8x4xf32>, tensor<?x8x4xf32>, tensor<4xcomplex<f32>>) -> tensor<?x8x4xf32>
+// CHECK: lru.complex
+// CHECK: lru.scan {{.*}} reverse
+// CHECK: return %[[F]], %[[R]]
+func.func @shared_complex_input(%re: tensor<?x8x4xf32>, %im: tensor<?x8x4xf32>, %lambda: tensor<4xcomplex<f32>>) -> (tensor<?x8x4xf32>, tensor<?x8x4xf32>) {
+  %b = lru.complex %re, %im : tensor<?x8x4xf32> -> tensor<?x8x4xcomplex<f32>>
+  %x = lru.scan %lambda, %b : (tensor<4xcomplex<f32>>, tensor<?x8x4xcomplex<f32>>) -> tensor<?x8x4xcomplex<f32>>
+  %y = lru.re %x : tensor<?x8x4xcomplex<f32>> -> tensor<?x8x4xf32>
+  %r = lru.scan %lambda, %b reverse : (tensor<4xcomplex<f32>>, tensor<?x8x4xcomplex<f32>>) -> tensor<?x8x4xcomplex<f32>>
+  %z = lru.re %r : tensor<?x8x4xcomplex<f32>> -> tensor<?x8x4xf32>
+  return %y, %z : tensor<?x8x4xf32>, tensor<?x8x4xf32>
+}
+
+// -----
+
+// A complex value that one scan and something else read: no copy, the
+// scan's group computes it once and stores it for the other reader.
+// CHECK-LABEL: func.func @complex_also_returned(
+// CHECK: %[[G:.*]]:2 = lru.fused
+// CHECK: lru.complex
+// CHECK-NOT: lru.complex
+// CHECK: lru.scan
+// CHECK: return %[[G]]#0, %[[G]]#1
+func.func @complex_also_returned(%re: tensor<?x8x4xf32>, %im: tensor<?x8x4xf32>, %lambda: tensor<4xcomplex<f32>>) -> (tensor<?x8x4xcomplex<f32>>, tensor<?x8x4xf32>) {
+  %b = lru.complex %re, %im : tensor<?x8x4xf32> -> tensor<?x8x4xcomplex<f32>>
+  %x = lru.scan %lambda, %b : (tensor<4xcomplex<f32>>, tensor<?x8x4xcomplex<f32>>) -> tensor<?x8x4xcomplex<f32>>
+  %y = lru.re %x : tensor<?x8x4xcomplex<f32>> -> tensor<?x8x4xf32>
+  return %b, %y : tensor<?x8x4xcomplex<f32>>, tensor<?x8x4xf32>
+}
