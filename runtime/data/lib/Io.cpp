@@ -4,6 +4,8 @@
 
 #include "Common.h"
 
+#include "lruc/core/Files.h"
+
 #include <png.h>
 #include <zlib.h>
 
@@ -44,21 +46,9 @@ void writeFile(const std::filesystem::path &path, std::string_view bytes) {
   if (ec)
     fail(path.parent_path().string(), "cannot create directory: {}",
          ec.message());
-  std::filesystem::path temp = path;
-  temp += ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      fail(temp.string(), "cannot create: {}", std::strerror(errno));
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out)
-      fail(temp.string(), "write error");
-  }
-  std::filesystem::rename(temp, path, ec);
-  if (ec)
-    fail(path.string(), "cannot rename {} to it: {}", temp.string(),
-         ec.message());
+  std::string error;
+  if (!core::writeFileAtomically(path.string(), bytes, error))
+    throw DataError(error);
 }
 
 //===-- gzip --------------------------------------------------------------===//

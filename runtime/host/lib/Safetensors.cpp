@@ -2,12 +2,10 @@
 
 #include "lruc/host/Safetensors.h"
 
+#include "lruc/core/Files.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -257,59 +255,9 @@ std::string encodeSafetensors(const std::vector<TensorToWrite> &tensors,
 }
 
 void writeFileAtomically(const fs::path &path, std::string_view bytes) {
-  const std::string name = path.string();
-  auto failure = [&](const char *what) {
-    return HostError(
-        fmt::format("{}: cannot {}: {}", name, what, std::strerror(errno)));
-  };
-  fs::path dir = path.parent_path();
-  if (dir.empty())
-    dir = ".";
-  std::string pattern = path.string() + ".tmp-XXXXXX";
-  int fd = mkstemp(pattern.data());
-  if (fd < 0)
-    throw failure("create a temporary file next to it");
-  const std::string temporary = pattern;
-  auto abandon = [&](const char *what) {
-    HostError e = failure(what);
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    return e;
-  };
-  // mkstemp creates 0600; a checkpoint is as readable as any other output.
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  const char *p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t written = ::write(fd, p, left);
-    if (written < 0) {
-      if (errno == EINTR)
-        continue;
-      throw abandon("write");
-    }
-    p += written;
-    left -= size_t(written);
-  }
-  if (::fsync(fd) != 0)
-    throw abandon("fsync");
-  if (::close(fd) != 0) {
-    HostError e = failure("close");
-    ::unlink(temporary.c_str());
-    throw e;
-  }
-  if (::rename(temporary.c_str(), name.c_str()) != 0) {
-    HostError e = failure("rename the temporary file over it");
-    ::unlink(temporary.c_str());
-    throw e;
-  }
-  // The rename is durable once the directory entry is.
-  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
+  std::string error;
+  if (!core::writeFileAtomically(path.string(), bytes, error))
+    throw HostError(error);
 }
 
 std::ifstream openForReading(const fs::path &path, std::ios::openmode mode) {

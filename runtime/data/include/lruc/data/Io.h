@@ -23,7 +23,8 @@ namespace lruc::data {
 std::string readFile(const std::filesystem::path &path);
 
 /// Writes `bytes` to `path` (creating its parent directories) through a
-/// temporary file renamed into place, so a reader never sees half a file.
+/// temporary file renamed into place (core::writeFileAtomically), so a
+/// reader never sees half a file.
 void writeFile(const std::filesystem::path &path, std::string_view bytes);
 
 /// Gzip (RFC 1952) of `bytes`, as `gzip -n` would write it: no name, no

@@ -1,0 +1,41 @@
+//===- PtxCache.h - NVRTC results kept on disk ------------------*- C++ -*-===//
+//
+// A model's CUDA kernels are compiled by NVRTC when its library loads; the
+// PTX is kept on disk so that this happens once per source, options,
+// architecture and NVRTC version. Entries are written atomically and carry
+// their key and a checksum: a corrupt or foreign entry is compiled again
+// and replaced. Plain C++17.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_CUDA_PTXCACHE_H
+#define LRUC_CUDA_PTXCACHE_H
+
+#include <string>
+#include <vector>
+
+namespace lruc::cuda {
+
+/// $LRUC_CACHE_DIR/ptx, else $XDG_CACHE_HOME/lruc/ptx, else
+/// $HOME/.cache/lruc/ptx; "" when none of them is set.
+std::string defaultPtxCacheDirectory();
+
+/// What compileToPtxCached did.
+enum class PtxCacheOutcome {
+  Hit,      ///< read a valid entry
+  Compiled, ///< no entry: compiled and stored
+  Rebuilt,  ///< an entry that failed its checks: compiled and replaced
+};
+
+/// compileToPtx (Nvrtc.h) through the cache in `directory` (created when
+/// missing). A cache that cannot be written is no error: the PTX is still
+/// returned, with the reason in `warning`. On a compile failure returns
+/// false with NVRTC's log in `error` and stores nothing.
+bool compileToPtxCached(const std::string &directory, const std::string &source,
+                        const std::string &sourceName, const std::string &arch,
+                        const std::vector<std::string> &extraOptions,
+                        std::string &ptx, PtxCacheOutcome &outcome,
+                        std::string &warning, std::string &error);
+
+} // namespace lruc::cuda
+
+#endif // LRUC_CUDA_PTXCACHE_H

@@ -1,0 +1,150 @@
+//===- PtxCache.cpp - NVRTC results kept on disk --------------------------===//
+//
+// An entry is DIRECTORY/KEY.ptx, KEY 32 hex digits of the hashed key
+// (source, options, architecture, NVRTC version, entry format):
+//
+//   lruc-ptx 1
+//   key KEY
+//   bytes N
+//   check CHECKSUM
+//   <blank line>
+//   N bytes of PTX
+//
+// Anything else (a truncated file, a flipped byte, another key) fails the
+// checks and is rebuilt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lruc/cuda/PtxCache.h"
+
+#include "lruc/core/Files.h"
+#include "lruc/cuda/Nvrtc.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace lruc::cuda {
+namespace {
+
+constexpr const char *kMagic = "lruc-ptx 1";
+
+/// 64-bit FNV-1a from `basis`: two bases give the 128-bit key.
+uint64_t fnv1a(const std::string &bytes, uint64_t basis) {
+  uint64_t hash = basis;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string hex(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string checksum(const std::string &ptx) {
+  return hex(fnv1a(ptx, 0xcbf29ce484222325ull));
+}
+
+/// The PTX of a valid entry for `key`, or false.
+bool readEntry(const std::string &path, const std::string &key,
+               std::string &ptx) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::stringstream whole;
+  whole << in.rdbuf();
+  std::string text = whole.str();
+  std::string header = std::string(kMagic) + "\nkey " + key + "\nbytes ";
+  if (text.compare(0, header.size(), header) != 0)
+    return false;
+  size_t at = header.size();
+  size_t end = text.find('\n', at);
+  if (end == std::string::npos)
+    return false;
+  char *parsed = nullptr;
+  unsigned long long bytes = std::strtoull(text.c_str() + at, &parsed, 10);
+  if (parsed != text.c_str() + end)
+    return false;
+  std::string checkLine = "check ";
+  at = end + 1;
+  if (text.compare(at, checkLine.size(), checkLine) != 0)
+    return false;
+  at += checkLine.size();
+  end = text.find('\n', at);
+  if (end == std::string::npos || text.compare(end, 2, "\n\n") != 0)
+    return false;
+  std::string check = text.substr(at, end - at);
+  at = end + 2;
+  if (text.size() - at != bytes)
+    return false;
+  std::string body = text.substr(at);
+  if (checksum(body) != check)
+    return false;
+  ptx = std::move(body);
+  return true;
+}
+
+} // namespace
+
+std::string defaultPtxCacheDirectory() {
+  if (const char *dir = std::getenv("LRUC_CACHE_DIR"); dir && *dir)
+    return std::string(dir) + "/ptx";
+  if (const char *dir = std::getenv("XDG_CACHE_HOME"); dir && *dir)
+    return std::string(dir) + "/lruc/ptx";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/lruc/ptx";
+  return "";
+}
+
+bool compileToPtxCached(const std::string &directory, const std::string &source,
+                        const std::string &sourceName, const std::string &arch,
+                        const std::vector<std::string> &extraOptions,
+                        std::string &ptx, PtxCacheOutcome &outcome,
+                        std::string &warning, std::string &error) {
+  warning.clear();
+  std::string version = nvrtcVersion(error);
+  if (version.empty())
+    return false;
+  // Every input of the compile, each ended by a NUL so that no two
+  // different lists join to the same text.
+  std::string keyText =
+      std::string(kMagic) + '\0' + version + '\0' + arch + '\0';
+  for (const std::string &option : extraOptions)
+    keyText += option + '\0';
+  keyText += '\0' + source;
+  std::string key = hex(fnv1a(keyText, 0xcbf29ce484222325ull)) +
+                    hex(fnv1a(keyText, 0x84222325cbf29ce4ull));
+  std::string path = directory + "/" + key + ".ptx";
+
+  std::error_code ec;
+  bool existed = std::filesystem::exists(path, ec);
+  if (existed && readEntry(path, key, ptx)) {
+    outcome = PtxCacheOutcome::Hit;
+    return true;
+  }
+  outcome = existed ? PtxCacheOutcome::Rebuilt : PtxCacheOutcome::Compiled;
+  if (!compileToPtx(source, sourceName, arch, extraOptions, ptx, error))
+    return false;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    warning = "cannot create the PTX cache " + directory + ": " + ec.message();
+    return true;
+  }
+  std::string entry = std::string(kMagic) + "\nkey " + key + "\nbytes " +
+                      std::to_string(ptx.size()) + "\ncheck " + checksum(ptx) +
+                      "\n\n" + ptx;
+  std::string writeError;
+  if (!core::writeFileAtomically(path, entry, writeError))
+    warning = "PTX not cached: " + writeError;
+  return true;
+}
+
+} // namespace lruc::cuda

@@ -1,0 +1,164 @@
+//===- PtxCacheTest.cpp - The on-disk PTX cache ---------------------------===//
+//
+// compileToPtxCached compiles once, reads its entry back afterwards, keys
+// entries by everything that changes the PTX, and rebuilds an entry that
+// was truncated, altered or replaced. Needs NVRTC (not a GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lruc/cuda/Nvrtc.h"
+#include "lruc/cuda/PtxCache.h"
+
+#include "../host/TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using lruc::cuda::PtxCacheOutcome;
+using lruc::host::testing::readBytes;
+using lruc::host::testing::TempDir;
+using lruc::host::testing::writeBytes;
+
+const char *kSource = R"(
+extern "C" __global__ void scale(float *x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    x[i] *= a;
+}
+)";
+
+class PtxCache : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string error;
+    if (lruc::cuda::nvrtcVersion(error).empty())
+      GTEST_SKIP() << "NVRTC is not available here: " << error;
+    dir = (temp.path() / "cache").string();
+  }
+
+  PtxCacheOutcome compile(const std::string &source, const std::string &arch,
+                          std::vector<std::string> options, std::string &ptx) {
+    PtxCacheOutcome outcome{};
+    std::string warning, error;
+    EXPECT_TRUE(lruc::cuda::compileToPtxCached(
+        dir, source, "test.cu", arch, options, ptx, outcome, warning, error))
+        << error;
+    EXPECT_EQ(warning, "");
+    return outcome;
+  }
+
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> files;
+    for (const auto &entry : fs::directory_iterator(dir))
+      files.push_back(entry.path());
+    return files;
+  }
+
+  TempDir temp;
+  std::string dir;
+};
+
+TEST_F(PtxCache, CompilesOnceThenReadsTheEntry) {
+  std::string first, second;
+  EXPECT_EQ(compile(kSource, "compute_80", {}, first),
+            PtxCacheOutcome::Compiled);
+  EXPECT_NE(first.find(".entry scale"), std::string::npos);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(compile(kSource, "compute_80", {}, second), PtxCacheOutcome::Hit);
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(entries().size(), 1u); // no temporary file left behind
+}
+
+TEST_F(PtxCache, KeysBySourceArchitectureAndOptions) {
+  std::string ptx;
+  EXPECT_EQ(compile(kSource, "compute_80", {}, ptx), PtxCacheOutcome::Compiled);
+  EXPECT_EQ(compile(kSource, "compute_90", {}, ptx), PtxCacheOutcome::Compiled);
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_EQ(compile(kSource, "compute_80", {"--use_fast_math"}, ptx),
+            PtxCacheOutcome::Compiled);
+  EXPECT_EQ(compile(std::string(kSource) + "\n", "compute_80", {}, ptx),
+            PtxCacheOutcome::Compiled);
+  EXPECT_EQ(entries().size(), 4u);
+  EXPECT_EQ(compile(kSource, "compute_90", {}, ptx), PtxCacheOutcome::Hit);
+}
+
+TEST_F(PtxCache, RebuildsAnEntryThatFailsItsChecks) {
+  std::string good;
+  compile(kSource, "compute_80", {}, good);
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  const std::string original = readBytes(entry);
+
+  std::string flipped = original;
+  flipped[flipped.size() - 10] ^= 0x20; // one byte of the PTX
+  std::string wrongKey = original;
+  wrongKey[wrongKey.find("key ") + 4] ^= 0x01;
+  std::string fakeLength = original;
+  fakeLength.insert(fakeLength.find("bytes ") + 6, "1");
+  for (const std::string &bad :
+       {original.substr(0, original.size() / 2), flipped, wrongKey, fakeLength,
+        std::string(), std::string("not a cache entry\n")}) {
+    writeBytes(entry, bad);
+    std::string ptx;
+    EXPECT_EQ(compile(kSource, "compute_80", {}, ptx),
+              PtxCacheOutcome::Rebuilt);
+    EXPECT_EQ(ptx, good);
+    EXPECT_EQ(readBytes(entry), original); // replaced by a valid entry
+  }
+}
+
+TEST_F(PtxCache, ACompileErrorStoresNothing) {
+  std::string ptx, warning, error;
+  PtxCacheOutcome outcome{};
+  EXPECT_FALSE(lruc::cuda::compileToPtxCached(dir, "this is not CUDA",
+                                              "broken.cu", "compute_80", {},
+                                              ptx, outcome, warning, error));
+  EXPECT_NE(error.find("broken.cu"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir) && !fs::is_empty(dir));
+}
+
+TEST_F(PtxCache, AnUnwritableCacheStillCompiles) {
+  // The cache's place is taken by a file: nothing can be stored there.
+  writeBytes(dir, "a file, not a directory");
+  std::string ptx, warning, error;
+  PtxCacheOutcome outcome{};
+  EXPECT_TRUE(lruc::cuda::compileToPtxCached(
+      dir, kSource, "test.cu", "compute_80", {}, ptx, outcome, warning, error))
+      << error;
+  EXPECT_NE(ptx.find(".entry scale"), std::string::npos);
+  EXPECT_NE(warning.find(dir), std::string::npos) << warning;
+}
+
+TEST(PtxCacheDirectory, FollowsTheEnvironment) {
+  // The three variables as they were, put back at the end.
+  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
+  for (const char *name : {"LRUC_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char *value = std::getenv(name);
+    saved.emplace_back(name, value ? std::optional<std::string>(value)
+                                   : std::nullopt);
+  }
+  setenv("LRUC_CACHE_DIR", "/some/where", 1);
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "/some/where/ptx");
+  unsetenv("LRUC_CACHE_DIR");
+  EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "/xdg/lruc/ptx");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "/home/u/.cache/lruc/ptx");
+  unsetenv("HOME");
+  EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "");
+  for (const auto &[name, value] : saved)
+    if (value)
+      setenv(name, value->c_str(), 1);
+}
+
+} // namespace
