@@ -7,6 +7,11 @@
  *     const lruc_model *m = lruc_model_get(LRUC_ABI_VERSION);
  *     if (!m) { ... the library speaks another ABI version ... }
  *
+ * It also exports `const char *lruc_cuda_source(void)`: the CUDA C++ of the
+ * model's kernels (`lruc --emit=cuda`, docs/backend-cuda.md), for a runtime
+ * that compiles them with NVRTC. Look it up with dlsym; the CPU entry
+ * points below do not need it.
+ *
  * Memory: the caller owns every buffer. All trainable parameters live in
  * one float block of `param_floats` floats, each at its `offset`; BatchNorm
  * running statistics in a second block of `state_floats`; the AdamW moments

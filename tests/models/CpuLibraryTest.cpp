@@ -208,7 +208,12 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   mlir::PassManager pm(&context);
   lruc::buildCpuPipeline(pm, /*recompute=*/true);
   ASSERT_TRUE(mlir::succeeded(pm.run(*lowered))) << errors;
-  ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, os))) << errors;
+  // With the CUDA kernels embedded, as `lruc -o` builds it.
+  lruc::CppOptions options;
+  llvm::raw_string_ostream cuda(options.cudaSource);
+  ASSERT_TRUE(mlir::succeeded(lruc::emitCuda(*lowered, cuda))) << errors;
+  cuda.flush();
+  ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, os, options))) << errors;
   os.flush();
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-test", dir));
@@ -228,6 +233,10 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_EQ(get(LRUC_ABI_VERSION + 1), nullptr);
   lib.model = get(LRUC_ABI_VERSION);
   ASSERT_NE(lib.model, nullptr);
+  auto cudaSource = reinterpret_cast<const char *(*)()>(
+      dlsym(lib.handle, "lruc_cuda_source"));
+  ASSERT_NE(cudaSource, nullptr);
+  EXPECT_EQ(std::string(cudaSource()), options.cudaSource);
   const lruc_model &m = *lib.model;
   llvm::sys::fs::remove_directories(dir);
 
