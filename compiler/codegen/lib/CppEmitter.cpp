@@ -1211,16 +1211,21 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
         "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "lruc_model *\nlruc_model_get(uint32_t abi_version) {\n"
         "  return abi_version == LRUC_ABI_VERSION ? &kModel : nullptr;\n}\n";
-  if (!options.cudaSource.empty()) {
+  if (options.embedCuda) {
+    std::string cuda;
+    llvm::raw_string_ostream cudaStream(cuda);
+    if (failed(emitCuda(module, cudaStream)))
+      return failure();
+    cudaStream.flush();
     // One raw string; its delimiter cannot occur in the generated CUDA.
     constexpr llvm::StringLiteral kEnd = ")lruc_cuda\"";
-    if (StringRef(options.cudaSource).contains(kEnd))
+    if (StringRef(cuda).contains(kEnd))
       return module.emitError("the CUDA source contains ") << kEnd;
     os << "\n// The CUDA kernels of this model (lruc --emit=cuda), for the "
           "runtime's NVRTC.\n"
           "extern \"C\" __attribute__((visibility(\"default\"))) const char "
           "*\nlruc_cuda_source() {\n  return R\"lruc_cuda("
-       << options.cudaSource << kEnd << ";\n}\n";
+       << cuda << kEnd << ";\n}\n";
   }
   if (options.profile)
     os << R"cpp(

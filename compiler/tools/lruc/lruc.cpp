@@ -312,10 +312,7 @@ int main(int argc, char **argv) {
   if (lowered) {
     lruc::CppOptions cppOptions;
     cppOptions.profile = profile;
-    llvm::raw_string_ostream cuda(cppOptions.cudaSource);
-    if (mlir::failed(lruc::emitCuda(*module, cuda)))
-      return 1;
-    cuda.flush();
+    cppOptions.embedCuda = true;
     if (mlir::failed(lruc::emitCpp(*module, os, cppOptions)))
       return 1;
   } else if (emitStage == Stage::Cuda || emitStage == Stage::Ptx) {

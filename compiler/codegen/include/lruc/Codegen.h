@@ -33,10 +33,10 @@ struct CppOptions {
   /// Time every op and export lruc_profile / lruc_profile_reset
   /// (runtime/include/lruc_profile.h).
   bool profile = false;
-  /// The model's CUDA source (emitCuda's output), exported from the library
-  /// as `const char *lruc_cuda_source(void)` for the runtime to compile
-  /// with NVRTC; empty: no such export.
-  std::string cudaSource;
+  /// Embed the model's CUDA source (emitCuda's output), exported from the
+  /// library as `const char *lruc_cuda_source(void)` for the runtime to
+  /// compile with NVRTC (what `lruc -o` builds).
+  bool embedCuda = false;
 };
 
 /// Writes the library's C++ source to `os`. Emits an error at the op and
