@@ -310,13 +310,22 @@ ScanOp FusedOp::getScan() {
   return scans.empty() ? ScanOp() : *scans.begin();
 }
 
+/// The body of a region op (lru.fused, lru.multi_tensor) takes one block
+/// argument per input, of its type.
+static LogicalResult verifyBlockArguments(Operation *op, Block &body,
+                                          ValueRange inputs) {
+  if (body.getNumArguments() != inputs.size())
+    return op->emitOpError("expects one block argument per input");
+  for (auto [arg, input] : llvm::zip(body.getArguments(), inputs))
+    if (arg.getType() != input.getType())
+      return op->emitOpError("expects block arguments of the inputs' types");
+  return success();
+}
+
 LogicalResult FusedOp::verify() {
   Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError("expects one block argument per input");
-  for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
-    if (arg.getType() != input.getType())
-      return emitOpError("expects block arguments of the inputs' types");
+  if (failed(verifyBlockArguments(*this, body, getInputs())))
+    return failure();
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("expects lru.yield of the results' types");
@@ -378,5 +387,37 @@ LogicalResult FusedOp::verify() {
       if (!sameShape(type))
         return op.emitOpError("has another shape than its lru.fused group");
   }
+  return success();
+}
+
+LogicalResult MultiTensorOp::verify() {
+  Block &body = getBody().front();
+  if (failed(verifyBlockArguments(*this, body, getInputs())))
+    return failure();
+  SmallVector<Value> groupResults;
+  for (Operation &op : body.without_terminator()) {
+    auto group = dyn_cast<FusedOp>(op);
+    if (!group)
+      return op.emitOpError("in an lru.multi_tensor: only lru.fused groups "
+                            "may be there");
+    if (group.getScan())
+      return op.emitOpError("in an lru.multi_tensor holds a scan");
+    for (Type type : group.getResultTypes())
+      if (!cast<RankedTensorType>(type).hasStaticShape())
+        return op.emitOpError("in an lru.multi_tensor has a result of "
+                              "dynamic shape ")
+               << type;
+    for (Value input : group.getInputs())
+      if (!isa<BlockArgument>(input))
+        return op.emitOpError("in an lru.multi_tensor reads another group's "
+                              "result");
+    llvm::append_range(groupResults, group.getResults());
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (!llvm::equal(yield.getValues(), groupResults))
+    return emitOpError("expects lru.yield of every result of its groups, in "
+                       "order");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("expects lru.yield of the results' types");
   return success();
 }

@@ -329,6 +329,8 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
   };
   Value correction1 = correction(config.beta1);
   Value correction2 = correction(config.beta2);
+  // One rate for the whole recurrent group (made at its first parameter).
+  Value recurrentRate;
   SmallVector<Value> newParams, newMs, newVs;
   for (auto [param, p, g, m, v] :
        llvm::zip(d->params, params, grads, ms, vs)) {
@@ -345,7 +347,9 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
     double decay = recurrent ? 0.0 : config.weightDecay;
     if (decay != 0)
       update = b.add(update, b.scale(p, decay));
-    Value rate = recurrent ? b.scale(lr, config.recurrentLrFactor) : lr;
+    if (recurrent && !recurrentRate)
+      recurrentRate = b.scale(lr, config.recurrentLrFactor);
+    Value rate = recurrent ? recurrentRate : lr;
     newParams.push_back(b.sub(p, b.mul(update, b.broadcast(rate, p, {}))));
     newMs.push_back(m1);
     newVs.push_back(v1);

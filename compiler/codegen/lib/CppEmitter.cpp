@@ -275,19 +275,90 @@ private:
     return success();
   }
 
+  /// A fused group's loop, written as a function of its own, and how to
+  /// call it: `kernel(B, [block,] begin, end<args>)` over [0, units), split
+  /// into parts of at least `grain` units.
+  struct FusedCall {
+    std::string kernel, args, units, grain;
+    bool scan = false;
+  };
+
   /// An lru.fused group as one loop: splat constants as scalars before it,
   /// each op as a scalar temporary, each yielded value stored.
   LogicalResult emitFused(lru::FusedOp op) {
+    FailureOr<FusedCall> call =
+        writeFusedKernel(op, [&](Value result) { return define(result); });
+    if (failed(call))
+      return failure();
+    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
+       << ", [&](int64_t begin, int64_t end) {\n    " << call->kernel << "(B, "
+       << (call->scan ? call->kernel + "_block, " : "") << "begin, end"
+       << call->args << ");\n  });\n";
+    return success();
+  }
+
+  /// An lru.multi_tensor: its groups' loops as one parallel loop over the
+  /// parts of all of them (a part is one group's range of units), instead
+  /// of a parallel loop per group.
+  LogicalResult emitMultiTensor(lru::MultiTensorOp op) {
+    Block &body = op.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
+      names[arg] = get(input);
+    llvm::DenseMap<Value, Value> outer;
+    for (auto [inner, result] :
+         llvm::zip(body.getTerminator()->getOperands(), op.getResults()))
+      outer[inner] = result;
+    SmallVector<FusedCall> calls;
+    for (lru::FusedOp group : op.getGroups()) {
+      FailureOr<FusedCall> call = writeFusedKernel(
+          group, [&](Value result) { return define(outer.lookup(result)); });
+      if (failed(call))
+        return failure();
+      calls.push_back(std::move(*call));
+    }
+    // ends[k]: the parts of groups 0..k.
+    std::string ends = "mt" + std::to_string(counter++);
+    os << "  int64_t " << ends << "[" << calls.size() << "];\n";
+    for (auto [k, call] : llvm::enumerate(calls))
+      os << "  " << ends << "[" << k << "] = "
+         << (k ? ends + "[" + std::to_string(k - 1) + "] + " : "") << "(("
+         << call.units << ") + " << call.grain << " - 1) / " << call.grain
+         << ";\n";
+    os << "  lruc::cpu::parallelFor(" << ends << "[" << calls.size() - 1
+       << "], 1, [&](int64_t begin, int64_t end) {\n"
+       << "    for (int64_t part = begin; part < end; ++part) {\n";
+    for (auto [k, call] : llvm::enumerate(calls)) {
+      std::string start =
+          k ? ends + "[" + std::to_string(k - 1) + "]" : std::string("0");
+      os << "      " << (k ? "else if" : "if") << " (part < " << ends << "["
+         << k << "]) {\n"
+         << "        const int64_t first = (part - " << start << ") * "
+         << call.grain << ";\n"
+         << "        " << call.kernel
+         << "(B, first, std::min<int64_t>(" << call.units << ", first + "
+         << call.grain << ")" << call.args << ");\n      }\n";
+    }
+    os << "    }\n  });\n";
+    return success();
+  }
+
+  /// Writes `op`'s loop function to the kernel text; `output` names the
+  /// buffer of each result. For a scan, also the call's block size (the
+  /// channels of a part).
+  FailureOr<FusedCall> writeFusedKernel(
+      lru::FusedOp op, llvm::function_ref<std::string(Value)> output) {
     // The loop is a function of its own, called with the group's arrays as
     // restrict-qualified parameters: the memory plan never places a result
     // over a value it reads, and without that promise GCC gives up on loops
     // over many arrays (too many run-time alias checks), which keeps the
     // exp, GELU and sigmoid of whole layers scalar.
     Block &body = op.getBody().front();
-    std::string kernel = "fused" + std::to_string(counter++);
+    FusedCall call;
+    std::string &kernel = call.kernel;
+    kernel = "fused" + std::to_string(counter++);
     emit::FusedBody element(op, "lruc::cpu", counter,
                             emit::FusedBody::ComplexStores::Parts);
-    SmallVector<std::string> params, args;
+    SmallVector<std::string> params;
     llvm::DenseMap<Value, std::string> restricted;
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
       std::string &local = restricted[input];
@@ -295,7 +366,7 @@ private:
         local = "in" + std::to_string(params.size());
         params.push_back("const " + elementType(input.getType()) +
                          " *__restrict " + local);
-        args.push_back(get(input));
+        call.args += ", " + get(input);
       }
       element.bindInput(arg, local);
     }
@@ -303,7 +374,7 @@ private:
     for (Value result : op.getResults()) {
       std::string local = "out" + std::to_string(outputs.size());
       params.push_back(elementType(result.getType()) + " *__restrict " + local);
-      args.push_back(define(result));
+      call.args += ", " + output(result);
       outputs.push_back(local);
     }
     // Nested loops, rows then the last dim, when the last dim is static
@@ -313,6 +384,7 @@ private:
     const emit::FusedLayout &layout = element.getLayout();
     auto shape = tensorType(op.getResult(0)).getShape();
     lru::ScanOp scan = layout.scan;
+    call.scan = bool(scan);
     std::string lengths;
     if (scan) {
       if (Value l = scan.getLengths()) {
@@ -324,23 +396,18 @@ private:
       // Parts are (sequence, block of channels): whole rows unless there
       // are fewer sequences than threads (lruc::cpu::scanChannelBlock).
       os << "  const int64_t " << kernel
-         << "_block = lruc::cpu::scanChannelBlock(B, " << shape[2] << ");\n"
-         << "  lruc::cpu::parallelFor(B * ((" << shape[2] << " + " << kernel
-         << "_block - 1) / " << kernel
-         << "_block), std::max<int64_t>(1, 16384 / (" << shape[1] << " * "
-         << kernel << "_block))";
+         << "_block = lruc::cpu::scanChannelBlock(B, " << shape[2] << ");\n";
+      call.units = "B * ((" + std::to_string(shape[2]) + " + " + kernel +
+                   "_block - 1) / " + kernel + "_block)";
+      call.grain = "std::max<int64_t>(1, 16384 / (" +
+                   std::to_string(shape[1]) + " * " + kernel + "_block))";
     } else {
-      os << "  lruc::cpu::parallelFor("
-         << (layout.nested ? layout.rows : count(op.getResult(0))) << ", "
-         << (layout.nested
-                 ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
-                 : "16384");
+      call.units = layout.nested ? layout.rows : count(op.getResult(0));
+      call.grain =
+          layout.nested
+              ? std::to_string(std::max<int64_t>(1, 16384 / shape.back()))
+              : "16384";
     }
-    os << ", [&](int64_t begin, int64_t end) {\n    " << kernel << "(B, "
-       << (scan ? kernel + "_block, " : "") << "begin, end";
-    for (const std::string &a : args)
-      os << ", " << a;
-    os << ");\n  });\n";
 
     llvm::raw_ostream &k = kernelStream;
     k << "void " << kernel << "(int64_t B, " << (scan ? "int64_t block, " : "")
@@ -402,7 +469,7 @@ private:
     k << (scan            ? "    }\n   }\n  }\n}\n\n"
           : layout.nested ? "   }\n  }\n}\n\n"
                           : "  }\n}\n\n");
-    return success();
+    return call;
   }
 
   /// `if (!call) return false;` for kernels that can fail.
@@ -466,6 +533,7 @@ private:
         .Case([&](arith::ConstantOp o) { return emitConstant(o); })
         .Case([&](func::ReturnOp o) { return emitReturn(o); })
         .Case([&](FusedOp o) { return emitFused(o); })
+        .Case([&](MultiTensorOp o) { return emitMultiTensor(o); })
         // Structural.
         .Case([&](BroadcastOp o) {
           std::string y = define(o.getResult());
@@ -1254,6 +1322,7 @@ void buildCpuPipeline(OpPassManager &pm, bool recompute) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   if (recompute)
     pm.addNestedPass<func::FuncOp>(createRecomputePass());
+  pm.addNestedPass<func::FuncOp>(createFuseMultiTensorPass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

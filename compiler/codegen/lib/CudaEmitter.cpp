@@ -192,6 +192,55 @@ private:
     return success();
   }
 
+  /// An lru.multi_tensor as one kernel: a thread per element of all its
+  /// groups, each group's elements a range of the flat index.
+  LogicalResult emitMultiTensor(lru::MultiTensorOp op) {
+    Block &body = op.getBody().front();
+    llvm::DenseMap<Value, std::string> outputOf;
+    for (auto [n, inner] : llvm::enumerate(body.getTerminator()->getOperands()))
+      outputOf[inner] = "out" + std::to_string(n);
+    std::vector<std::unique_ptr<FusedBody>> elements;
+    // Static shapes (the verifier): each group's range is constant.
+    SmallVector<int64_t> ends;
+    for (lru::FusedOp group : op.getGroups()) {
+      elements.push_back(std::make_unique<FusedBody>(group, "lruc::gpu", counter));
+      for (auto [arg, input] :
+           llvm::zip(group.getBody().front().getArguments(), group.getInputs()))
+        elements.back()->bindInput(
+            arg, "in" + std::to_string(
+                            cast<BlockArgument>(input).getArgNumber()));
+      ends.push_back((ends.empty() ? 0 : ends.back()) +
+                     tensorType(group.getResult(0)).getNumElements());
+    }
+    std::string total = std::to_string(ends.back());
+    SmallVector<Value> inputs(op.getInputs()), results(op.getResults());
+    begin(op, "", total, inputs, results);
+    for (auto &element : elements)
+      element->writeConstants(os);
+    os << "  for (int64_t g = lruc::gpu::firstIndex(); g < " << total
+       << "; g += lruc::gpu::gridStride()) {\n";
+    for (auto [k, element, group] :
+         llvm::enumerate(elements, op.getGroups())) {
+      int64_t start = k ? ends[k - 1] : 0;
+      os << "    " << (k ? "else if" : "if") << " (g < " << ends[k]
+         << ") {\n    const int64_t i = g - " << start << ";\n";
+      const FusedLayout &layout = element->getLayout();
+      if (layout.nested)
+        os << "    const int64_t o = i / " << layout.last << ", j = i % "
+           << layout.last << ";\n    (void)o; (void)j;\n";
+      SmallVector<std::string> outputs;
+      for (Value result : group.getResults())
+        outputs.push_back(outputOf.lookup(result));
+      if (failed(element->writeElement(
+              os, [](StringRef part) { return "state" + part.str(); },
+              outputs)))
+        return failure();
+      os << "    }\n";
+    }
+    os << "  }\n}\n\n";
+    return success();
+  }
+
   /// y[i] = f(x[i], ...) for a lone elementwise op.
   LogicalResult emitElementwise(Operation *op, StringRef expr) {
     SmallVector<Value> inputs(op->getOperands());
@@ -521,6 +570,7 @@ private:
         })
         .Case([&](arith::ConstantOp o) { return emitConstant(o); })
         .Case([&](FusedOp o) { return emitFused(o); })
+        .Case([&](MultiTensorOp o) { return emitMultiTensor(o); })
         .Case([&](BroadcastOp o) { return emitBroadcast(o); })
         .Case([&](ReduceSumOp o) { return emitReduceSum(o); })
         .Case([&](ConcatOp o) { return emitConcat(o); })

@@ -192,6 +192,8 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
     for (mlir::Operation &op : func.getBody().front()) {
       ++ops;
       groups += mlir::isa<lru::FusedOp>(op);
+      if (auto multi = mlir::dyn_cast<lru::MultiTensorOp>(op))
+        groups += unsigned(llvm::range_size(multi.getGroups()));
       if (auto matmul = mlir::dyn_cast<lru::MatmulOp>(op)) {
         auto lhs =
             mlir::cast<mlir::RankedTensorType>(matmul.getLhs().getType());
@@ -297,8 +299,10 @@ int main(int argc, char **argv) {
     }
     if (planned || (printStats && recompute))
       lruc::buildCpuPipeline(pm, recompute);
-    else if (fused)
+    else if (fused) {
       pm.addNestedPass<mlir::func::FuncOp>(lruc::createFuseElementwisePass());
+      pm.addNestedPass<mlir::func::FuncOp>(lruc::createFuseMultiTensorPass());
+    }
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

@@ -359,9 +359,44 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
   let hasVerifier = 1;
 }
 
+def LRU_MultiTensorOp : LRU_Op<"multi_tensor", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, RecursiveMemoryEffects]> {
+  let summary = "independent lru.fused groups of static shapes, run as one kernel";
+  let description = [{
+    Formed by `-lru-fuse-multi-tensor` from the groups whose results only
+    the function returns (the optimizer's update of every parameter, one
+    group per shape): a backend runs all of them as one kernel, a single
+    parallel loop (or launch) over the elements of every group, instead of
+    one per group. The body's block arguments are the inputs; it holds
+    only `lru.fused` groups without a scan, of static shapes, none reading
+    another's results, and `lru.yield` lists every result of every group
+    once, in order: the op's results are the groups' results.
+
+    ```mlir
+    %r:2 = lru.multi_tensor (%a, %b) : (tensor<4xf32>, tensor<3x2xf32>) -> (tensor<4xf32>, tensor<3x2xf32>) {
+    ^bb0(%x: tensor<4xf32>, %y: tensor<3x2xf32>):
+      %0 = lru.fused (%x) : (tensor<4xf32>) -> tensor<4xf32> { ... }
+      %1 = lru.fused (%y) : (tensor<3x2xf32>) -> tensor<3x2xf32> { ... }
+      lru.yield %0, %1 : tensor<4xf32>, tensor<3x2xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyTypeOf<[LRU_AnyTensor, LRU_I32Tensor]>>:$inputs);
+  let results = (outs Variadic<LRU_AnyTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let extraClassDeclaration = [{
+    /// The groups, in order.
+    auto getGroups() { return getBody().front().getOps<FusedOp>(); }
+  }];
+  let hasVerifier = 1;
+}
+
 def LRU_YieldOp : LRU_Op<"yield", [Pure, Terminator,
-                                   HasParent<"FusedOp">]> {
-  let summary = "the results of an lru.fused group";
+                                   ParentOneOf<["FusedOp", "MultiTensorOp"]>]> {
+  let summary = "the results of an lru.fused group or an lru.multi_tensor";
   let arguments = (ins Variadic<LRU_AnyTensor>:$values);
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";

@@ -57,3 +57,68 @@ func.func @two_scans(%l: tensor<4xcomplex<f32>>, %b: tensor<2x3x4xcomplex<f32>>)
   }
   return %r : tensor<2x3x4xcomplex<f32>>
 }
+
+// -----
+
+func.func @multi_tensor_not_a_group(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = lru.multi_tensor(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    // expected-error @+1 {{in an lru.multi_tensor: only lru.fused groups may be there}}
+    %y = lru.exp %x : tensor<4xf32>
+    lru.yield %y : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @multi_tensor_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %r = lru.multi_tensor(%a) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+  ^bb0(%x: tensor<?x4xf32>):
+    // expected-error @+1 {{in an lru.multi_tensor has a result of dynamic shape}}
+    %y = lru.fused(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+    ^bb0(%z: tensor<?x4xf32>):
+      %e = lru.exp %z : tensor<?x4xf32>
+      lru.yield %e : tensor<?x4xf32>
+    }
+    lru.yield %y : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @multi_tensor_chained(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = lru.multi_tensor(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %y = lru.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%z: tensor<4xf32>):
+      %e = lru.exp %z : tensor<4xf32>
+      lru.yield %e : tensor<4xf32>
+    }
+    // expected-error @+1 {{in an lru.multi_tensor reads another group's result}}
+    %w = lru.fused(%y) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%z: tensor<4xf32>):
+      %e = lru.exp %z : tensor<4xf32>
+      lru.yield %e : tensor<4xf32>
+    }
+    lru.yield %w : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @multi_tensor_yield(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expects lru.yield of every result of its groups, in order}}
+  %r = lru.multi_tensor(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %y = lru.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%z: tensor<4xf32>):
+      %e = lru.exp %z : tensor<4xf32>
+      lru.yield %e : tensor<4xf32>
+    }
+    lru.yield %x : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}

@@ -24,8 +24,9 @@ namespace lruc {
 /// Adds the passes that prepare primitive IR (with @backward and
 /// @train_step) for emitCpp: elementwise fusion, optionally recomputation
 /// of elementwise values for the backward pass instead of keeping them
-/// (-lru-recompute: a smaller workspace for a little more work), then the
-/// memory plan (the kernel-level IR, `lruc --emit=kernel`).
+/// (-lru-recompute: a smaller workspace for a little more work), the
+/// returned groups (the optimizer update) as one kernel, then the memory
+/// plan (the kernel-level IR, `lruc --emit=kernel`).
 void buildCpuPipeline(mlir::OpPassManager &pm, bool recompute = false);
 
 /// What the emitted library does besides the C ABI.

@@ -63,6 +63,23 @@ def FuseElementwisePass
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def FuseMultiTensorPass
+    : Pass<"lru-fuse-multi-tensor", "mlir::func::FuncOp"> {
+  let summary = "Run the groups that compute the function's returned values as one kernel";
+  let description = [{
+    Gathers the `lru.fused` groups (after `-lru-fuse-elementwise`) whose
+    results only the function returns and whose shapes are static — in
+    `@train_step`, the optimizer's update of every parameter and its
+    moments, one group per parameter shape; in `@forward_train`, the new
+    running statistics — into one `lru.multi_tensor` at the place of the
+    last of them, which a backend runs as one kernel over all their
+    elements instead of one kernel per shape. Such groups never read each
+    other's results (only the return does), and everything they read is
+    defined before the last of them. Fewer than two such groups: nothing
+    changes.
+  }];
+}
+
 def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
   let summary = "Recompute elementwise values for the backward pass instead of keeping them";
   let description = [{
