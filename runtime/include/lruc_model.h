@@ -9,8 +9,9 @@
  *
  * It also exports `const char *lruc_cuda_source(void)`: the CUDA C++ of the
  * model's kernels (`lruc --emit=cuda`, docs/backend-cuda.md), for a runtime
- * that compiles them with NVRTC. Look it up with dlsym; the CPU entry
- * points below do not need it.
+ * that compiles them with NVRTC, and `lruc_gpu_model_get`, the schedule
+ * that launches them (lruc_gpu.h). Look them up with dlsym; the CPU entry
+ * points below need neither.
  *
  * Memory: the caller owns every buffer. All trainable parameters live in
  * one float block of `param_floats` floats, each at its `offset`; BatchNorm

@@ -10,9 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuSimulator.h"
 #include "ModelFixture.h"
 
 #include "lruc/Codegen.h"
+#include "lruc/cuda/Device.h"
+#include "lruc_gpu.h"
 #include "lruc_model.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -25,7 +28,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <memory>
 
 namespace {
 
@@ -47,6 +53,7 @@ struct Buffers {
   std::vector<std::vector<float>> floats;
   std::vector<std::vector<int32_t>> int32s;
   std::vector<const void *> pointers;
+  std::vector<size_t> bytes; ///< of each pointer's array
 };
 
 /// The model inputs (every argument but the dropout key) as buffers.
@@ -60,9 +67,11 @@ Buffers inputBuffers(mlir::func::FuncOp func, const std::vector<Tensor> &args) {
     if (args[i].kind == Tensor::Kind::Int) {
       buffers.int32s.emplace_back(args[i].ints.begin(), args[i].ints.end());
       buffers.pointers.push_back(buffers.int32s.back().data());
+      buffers.bytes.push_back(args[i].ints.size() * sizeof(int32_t));
     } else {
       buffers.floats.emplace_back(args[i].re.begin(), args[i].re.end());
       buffers.pointers.push_back(buffers.floats.back().data());
+      buffers.bytes.push_back(args[i].re.size() * sizeof(float));
     }
   }
   return buffers;
@@ -189,26 +198,242 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
   }
 }
 
-class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
+/// Expects `actual` to match `expected` (both fp32) within
+/// tolerance * (1 + max |expected|) elementwise.
+void expectSame(const float *actual, const float *expected, size_t n,
+                double tolerance, const std::string &what) {
+  double scale = 1;
+  for (size_t k = 0; k < n; ++k)
+    scale = std::max(scale, 1 + std::abs(double(expected[k])));
+  for (size_t k = 0; k < n; ++k)
+    ASSERT_NEAR(actual[k], expected[k], tolerance * scale)
+        << what << "[" << k << "]";
+}
 
-TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
-  const ModelCase &c = GetParam();
-  mlir::MLIRContext context;
-  std::string errors;
-  auto module = lruc::testing::compileModel(context, c, errors);
-  ASSERT_TRUE(module) << errors;
+/// Arrays in the memory a lruc_gpu_ops works on (device memory; host
+/// memory for the simulator), released at the end.
+class GpuArrays {
+public:
+  GpuArrays(const lruc_gpu_ops &ops, std::function<void *(size_t)> allocate,
+            std::function<void(void *)> release)
+      : ops(ops), allocate(std::move(allocate)), release(std::move(release)) {}
+  ~GpuArrays() {
+    for (void *p : arrays)
+      release(p);
+  }
+  /// A copy of `bytes` bytes of `host`; filled with NaNs for null, so that
+  /// reading what nothing wrote shows.
+  void *upload(const void *host, size_t bytes) {
+    void *p = allocate(std::max<size_t>(bytes, 4));
+    EXPECT_NE(p, nullptr);
+    if (!p)
+      return nullptr;
+    arrays.push_back(p);
+    std::vector<unsigned char> nans;
+    if (!host) {
+      nans.assign(bytes, 0xff);
+      host = nans.data();
+    }
+    EXPECT_EQ(ops.copy(ops.context, p, host, bytes, LRUC_COPY_HOST_TO_DEVICE),
+              0);
+    return p;
+  }
+  float *upload(const std::vector<float> &v) {
+    return static_cast<float *>(upload(v.data(), v.size() * sizeof(float)));
+  }
+  std::vector<float> download(const void *p, size_t n) {
+    std::vector<float> host(n);
+    EXPECT_EQ(ops.copy(ops.context, host.data(), p, n * sizeof(float),
+                       LRUC_COPY_DEVICE_TO_HOST),
+              0);
+    return host;
+  }
 
+private:
+  const lruc_gpu_ops &ops;
+  std::function<void *(size_t)> allocate;
+  std::function<void(void *)> release;
+  std::vector<void *> arrays;
+};
+
+/// The library's GPU schedule `g` on `ops` against the library's CPU entry
+/// points on the same batch: forward, backward and one train_step from
+/// zero moments. Then a token out of range is reported as the CPU library
+/// reports it: an error naming the op, not a crash.
+void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
+                                 const lruc_gpu_ops &ops, GpuArrays &memory,
+                                 const lruc_model &m, const Buffers &inputs,
+                                 const int64_t key[2],
+                                 const std::vector<float> &params,
+                                 const std::vector<float> &state,
+                                 const std::vector<size_t> &outputSizes,
+                                 int64_t batch, const std::string &name) {
+  ASSERT_EQ(g.struct_size, sizeof(lruc_gpu_model));
+  float *dParams = memory.upload(params), *dState = memory.upload(state);
+  std::vector<const void *> dInputs;
+  for (size_t i = 0; i < inputs.pointers.size(); ++i)
+    dInputs.push_back(memory.upload(inputs.pointers[i], inputs.bytes[i]));
+  auto outputsLike = [&](std::vector<std::vector<float>> &cpu,
+                         std::vector<float *> &gpu) {
+    cpu.clear();
+    gpu.clear();
+    for (size_t n : outputSizes) {
+      cpu.emplace_back(n, NAN);
+      gpu.push_back(static_cast<float *>(memory.upload(nullptr, n * 4)));
+    }
+    std::vector<float *> pointers;
+    for (auto &o : cpu)
+      pointers.push_back(o.data());
+    return pointers;
+  };
+  size_t bytes = g.workspace_bytes(batch);
+  ASSERT_GT(bytes, 0u);
+  void *workspace = memory.upload(nullptr, bytes);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  char message[512] = "";
+
+  std::vector<std::vector<float>> cpu;
+  std::vector<float *> gpu;
+  std::vector<float *> cpuPtrs = outputsLike(cpu, gpu);
+  ASSERT_EQ(m.forward(batch, params.data(), state.data(),
+                      inputs.pointers.data(), cpuPtrs.data(), message,
+                      sizeof message),
+            0)
+      << message;
+  ASSERT_EQ(g.forward(&ops, workspace, batch, dParams, dState, dInputs.data(),
+                      gpu.data(), message, sizeof message),
+            0)
+      << message;
+  for (size_t r = 0; r < cpu.size(); ++r)
+    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
+               cpu[r].size(), 1e-4,
+               name + " GPU forward result " + std::to_string(r));
+
+  float cpuLoss = NAN;
+  std::vector<float> cpuGrads(m.param_floats, NAN);
+  ASSERT_EQ(m.backward(batch, params.data(), state.data(),
+                       inputs.pointers.data(), key, &cpuLoss, cpuGrads.data(),
+                       message, sizeof message),
+            0)
+      << message;
+  float *dLoss = memory.upload(std::vector<float>{NAN});
+  float *dGrads = memory.upload(cpuGrads);
+  ASSERT_EQ(g.backward(&ops, workspace, batch, dParams, dState,
+                       dInputs.data(), key, dLoss, dGrads, message,
+                       sizeof message),
+            0)
+      << message;
+  expectSame(memory.download(dLoss, 1).data(), &cpuLoss, 1, 1e-4,
+             name + " GPU loss");
+  expectSame(memory.download(dGrads, cpuGrads.size()).data(), cpuGrads.data(),
+             cpuGrads.size(), 1e-3, name + " GPU gradients");
+
+  // One AdamW step from the same blocks, in place on each side.
+  std::vector<float> zeros(m.param_floats, 0.0f);
+  std::vector<float> cpuParams = params, cpuM = zeros, cpuV = zeros,
+                     cpuState = state;
+  float *dM = memory.upload(zeros), *dV = memory.upload(zeros);
+  cpuPtrs = outputsLike(cpu, gpu);
+  ASSERT_EQ(m.train_step(batch, cpuParams.data(), cpuM.data(), cpuV.data(),
+                         cpuState.data(), 1e-3f, 1.0f, inputs.pointers.data(),
+                         key, cpuPtrs.data(), message, sizeof message),
+            0)
+      << message;
+  ASSERT_EQ(g.train_step(&ops, workspace, batch, dParams, dM, dV, dState,
+                         1e-3f, 1.0f, dInputs.data(), key, gpu.data(), message,
+                         sizeof message),
+            0)
+      << message;
+  for (size_t r = 0; r < cpu.size(); ++r)
+    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
+               cpu[r].size(), 1e-4,
+               name + " GPU train_step result " + std::to_string(r));
+  // The first step moves a parameter by about lr * sign(g): compared
+  // within 2.5 lr, as against the interpreter (a gradient near 0 may take
+  // either sign); the moments as tightly as the gradients.
+  std::vector<float> stepped = memory.download(dParams, params.size());
+  for (size_t k = 0; k < stepped.size(); ++k)
+    ASSERT_NEAR(stepped[k], cpuParams[k], 2.5e-3)
+        << name << " GPU updated parameter [" << k << "]";
+  expectSame(memory.download(dM, zeros.size()).data(), cpuM.data(),
+             zeros.size(), 1e-3, name + " GPU adam_m");
+  expectSame(memory.download(dV, zeros.size()).data(), cpuV.data(),
+             zeros.size(), 1e-3, name + " GPU adam_v");
+  expectSame(memory.download(dState, state.size()).data(), cpuState.data(),
+             state.size(), 1e-4, name + " GPU running statistics");
+
+  // A token out of range: reported with the op that met it.
+  if (m.num_inputs > 0 && std::string(m.inputs[0].name) == "tokens") {
+    std::vector<int32_t> bad(
+        static_cast<const int32_t *>(inputs.pointers[0]),
+        static_cast<const int32_t *>(inputs.pointers[0]) +
+            inputs.bytes[0] / sizeof(int32_t));
+    bad[0] = 1 << 20;
+    std::vector<const void *> badInputs = dInputs;
+    badInputs[0] = memory.upload(bad.data(), inputs.bytes[0]);
+    EXPECT_NE(g.forward(&ops, workspace, batch, dParams, dState,
+                        badInputs.data(), gpu.data(), message, sizeof message),
+              0);
+    EXPECT_NE(std::string(message).find("lru.gather at"), std::string::npos)
+        << message;
+    EXPECT_NE(std::string(message).find("is 1048576"), std::string::npos)
+        << message;
+  }
+}
+
+/// The GPU schedule of the library at `handle`, run by the simulator on
+/// the CUDA source the library carries (GpuSimulator.h).
+void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
+                                       const Buffers &inputs,
+                                       const int64_t key[2],
+                                       const std::vector<float> &params,
+                                       const std::vector<float> &state,
+                                       const std::vector<size_t> &outputSizes,
+                                       int64_t batch, const std::string &name) {
+  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
+      dlsym(handle, "lruc_gpu_model_get"));
+  ASSERT_NE(get, nullptr);
+  EXPECT_EQ(get(LRUC_GPU_ABI_VERSION + 1), nullptr);
+  const lruc_gpu_model *g = get(LRUC_GPU_ABI_VERSION);
+  ASSERT_NE(g, nullptr);
+  auto source = reinterpret_cast<const char *(*)()>(
+      dlsym(handle, "lruc_cuda_source"));
+  ASSERT_NE(source, nullptr);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-sim", dir));
+  llvm::SmallString<128> path(dir);
+  llvm::sys::path::append(path, name + ".sim.so");
+  lruc::testing::GpuSimulator sim;
+  std::string error;
+  bool loaded = sim.load(source(), path.str().str(), error);
+  llvm::sys::fs::remove_directories(dir);
+  ASSERT_TRUE(loaded) << error;
+  GpuArrays memory(
+      *sim.ops(),
+      [](size_t bytes) {
+        return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+      },
+      [](void *p) { std::free(p); });
+  expectGpuScheduleMatchesCpu(*g, *sim.ops(), memory, m, inputs, key, params,
+                              state, outputSizes, batch, name);
+  EXPECT_GT(sim.launches(), 0);
+  EXPECT_GT(sim.gemms(), 0);
+}
+
+/// Builds the library of `module` (a copy through the backend's passes,
+/// as `lruc --recompute -o` does: recomputation only moves copies of
+/// elementwise ops, so this covers the default pipeline's ops too) with its
+/// CUDA kernels embedded, as `lruc -o` builds it, and loads it into `lib`;
+/// `libPath` is where it was (its directory is gone, the mapping stays).
+void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
+                  const std::string &name, const std::string &errors,
+                  Library &lib, std::string &libPath) {
   std::string source;
   llvm::raw_string_ostream os(source);
-  // The library is built from a copy through the backend's passes (as
-  // `lruc --recompute -o` does: recomputation only moves copies of
-  // elementwise ops, so this covers the default pipeline's ops too); the
-  // interpreter runs the primitive IR of `module`.
-  mlir::OwningOpRef<mlir::ModuleOp> lowered = module->clone();
+  mlir::OwningOpRef<mlir::ModuleOp> lowered = module.clone();
   mlir::PassManager pm(&context);
   lruc::buildCpuPipeline(pm, /*recompute=*/true);
   ASSERT_TRUE(mlir::succeeded(pm.run(*lowered))) << errors;
-  // With the CUDA kernels embedded, as `lruc -o` builds it.
   lruc::CppOptions options;
   options.embedCuda = true;
   ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, os, options))) << errors;
@@ -220,14 +445,14 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-test", dir));
   llvm::SmallString<128> path(dir);
-  llvm::sys::path::append(path, c.name + ".so");
+  llvm::sys::path::append(path, name + ".so");
+  libPath = path.str().str();
   std::string error;
-  ASSERT_TRUE(lruc::compileLibrary(source, path.str().str(),
+  ASSERT_TRUE(lruc::compileLibrary(source, libPath,
                                    lruc::defaultHostCompiler(), error))
       << error;
-
-  Library lib;
   lib.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  llvm::sys::fs::remove_directories(dir);
   ASSERT_NE(lib.handle, nullptr) << dlerror();
   auto get = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
       dlsym(lib.handle, "lruc_model_get"));
@@ -239,8 +464,31 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
       dlsym(lib.handle, "lruc_cuda_source"));
   ASSERT_NE(cudaSource, nullptr);
   EXPECT_EQ(std::string(cudaSource()), expectedCuda);
+}
+
+/// `c` lowered (`module`, for the interpreter) and built into `lib`;
+/// `errors` collects the context's diagnostics.
+void buildModel(mlir::MLIRContext &context, const ModelCase &c,
+                std::string &errors,
+                mlir::OwningOpRef<mlir::ModuleOp> &module, Library &lib,
+                std::string &path) {
+  module = lruc::testing::compileModel(context, c, errors);
+  ASSERT_TRUE(module) << errors;
+  buildLibrary(context, *module, c.name, errors, lib, path);
+}
+
+class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
+  const ModelCase &c = GetParam();
+  mlir::MLIRContext context;
+  std::string errors, path;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  Library lib;
+  buildModel(context, c, errors, module, lib, path);
+  if (HasFatalFailure())
+    return;
   const lruc_model &m = *lib.model;
-  llvm::sys::fs::remove_directories(dir);
 
   // Initial parameters: the same numbers as the interpreter's.
   auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
@@ -361,6 +609,15 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
               << c.name << " updated " << info.name << "[" << k << "]";
       }
 
+  // The GPU schedule, simulated.
+  std::vector<size_t> outputSizes;
+  for (const auto &o : outputs)
+    outputSizes.push_back(o.size());
+  expectSimulatedScheduleMatchesCpu(lib.handle, m, inputs, key, params,
+                                    state, outputSizes, kBatch, c.name);
+  if (::testing::Test::HasFatalFailure())
+    return;
+
   // Step mode, or why there is none.
   if (module->lookupSymbol("step")) {
     expectStepModeMatches(m, forward, evalArgs, *store, params, state, kBatch,
@@ -375,11 +632,78 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
 
   // Closing the library unmaps it: nothing it started (kernel threads,
   // scratch memory, thread-local destructors) keeps it loaded.
-  ASSERT_TRUE(isMapped(path.str().str()));
+  ASSERT_TRUE(isMapped(path));
   dlclose(lib.handle);
   lib.handle = nullptr;
-  EXPECT_FALSE(isMapped(path.str().str()));
+  EXPECT_FALSE(isMapped(path));
 }
+
+/// On a real GPU (lruc::cuda::Device: the driver, NVRTC and cuBLAS), the
+/// library's schedule against its CPU entry points on one batch: forward,
+/// backward and one train step. Skipped, with the reason, on a machine
+/// without a GPU (CI has none); run on one with `lruc-cpu-library-tests
+/// --gtest_filter='*GpuDevice*'`.
+class GpuDevice : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(GpuDevice, MatchesTheCpuLibrary) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  const ModelCase &c = GetParam();
+  mlir::MLIRContext context;
+  std::string errors, path;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  Library lib;
+  buildModel(context, c, errors, module, lib, path);
+  if (HasFatalFailure())
+    return;
+  const lruc_model &m = *lib.model;
+  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
+      dlsym(lib.handle, "lruc_gpu_model_get"));
+  ASSERT_NE(get, nullptr);
+  const lruc_gpu_model &g = *get(LRUC_GPU_ABI_VERSION);
+  auto source = reinterpret_cast<const char *(*)()>(
+      dlsym(lib.handle, "lruc_cuda_source"));
+  ASSERT_TRUE(device->loadKernels(source(), g.kernels, g.num_kernels, error))
+      << error;
+
+  std::vector<float> params(m.param_floats), state(m.state_floats);
+  char message[512] = "";
+  ASSERT_EQ(m.init(7, params.data(), state.data(), message, sizeof message), 0)
+      << message;
+  constexpr int64_t kBatch = 3;
+  auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
+  std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
+  const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
+  Buffers inputs = inputBuffers(train, args);
+  // The outputs' sizes, from the CPU library's output table.
+  std::vector<size_t> outputSizes;
+  for (int32_t r = 0; r < m.num_outputs; ++r) {
+    size_t n = 1;
+    for (int32_t d = 0; d < m.outputs[r].rank; ++d)
+      n *= m.outputs[r].shape[d] < 0 ? kBatch : m.outputs[r].shape[d];
+    outputSizes.push_back(n);
+  }
+  lruc::cuda::Device &gpu = *device;
+  GpuArrays memory(
+      *gpu.ops(),
+      [&](size_t bytes) {
+        std::string why;
+        void *p = gpu.allocate(bytes, why);
+        EXPECT_NE(p, nullptr) << why;
+        return p;
+      },
+      [&](void *p) { gpu.release(p); });
+  expectGpuScheduleMatchesCpu(g, *gpu.ops(), memory, m, inputs, key, params,
+                              state, outputSizes, kBatch, c.name);
+  EXPECT_TRUE(gpu.synchronize(error)) << error;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
+                         ::testing::ValuesIn(lruc::testing::smallModelCases()),
+                         [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::smallModelCases()),
                          [](const auto &info) { return info.param.name; });

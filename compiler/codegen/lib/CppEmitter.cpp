@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaEmitter.h"
 #include "EmitSupport.h"
 #include "lruc/Autodiff.h"
 #include "lruc/Codegen.h"
@@ -958,6 +959,79 @@ void emitArrays(llvm::raw_ostream &os, const Binding &binding) {
   os << "};\n";
 }
 
+/// The GPU half of the library (runtime/include/lruc_gpu.h): the schedule
+/// of each function's CUDA launches, the entry points (the CPU ones'
+/// bindings, on device pointers) and the kGpuModel table.
+LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
+                                  const Layout &layout,
+                                  const Binding &backward,
+                                  const Binding &trainStep,
+                                  llvm::raw_ostream &os) {
+  FailureOr<std::vector<std::string>> workspaces = writeGpuSchedule(
+      plans,
+      [&](lru::ParamOp param) {
+        return std::string(layout.isState(param.getName()) ? "state"
+                                                           : "params") +
+               " + " + std::to_string(layout.lookup(param.getName())->offset);
+      },
+      os);
+  if (failed(workspaces))
+    return failure();
+  os << "const char *const kGpuKernels[] = {";
+  int32_t kernels = 0;
+  for (const CudaFunctionPlan &plan : plans)
+    for (const CudaLaunch &launch : plan.launches)
+      if (!launch.isGemm())
+        os << (kernels++ ? ", " : "") << quoted(launch.kernel);
+  os << "};\n\nsize_t gpuWorkspaceBytes(int64_t batch) {\n"
+        "  size_t bytes = 0;\n";
+  for (const std::string &w : *workspaces)
+    os << "  bytes = std::max<size_t>(bytes, " << w << ");\n";
+  os << "  return bytes;\n}\n\n";
+  os << R"cpp(int gpu_forward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+    const float *params, const float *state, const void *const *inputs,
+    float *const *outputs, char *error, size_t error_size) {
+  return guarded(error, error_size, [&](std::string &message) {
+    return gpu_run_forward(ops, static_cast<char *>(workspace), batch, params,
+                           state, inputs,
+                           reinterpret_cast<void *const *>(outputs), message);
+  });
+}
+
+int gpu_backward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+    const float *params, const float *state, const void *const *inputs,
+    const int64_t dropout_key[2], float *loss, float *grads, char *error,
+    size_t error_size) {
+)cpp";
+  emitArrays(os, backward);
+  os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return gpu_run_backward(ops, static_cast<char *>(workspace), batch, params,
+                            state, args, results, message);
+  });
+}
+
+int gpu_train_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+    float *params, float *adam_m, float *adam_v, float *state, float lr,
+    float step, const void *const *inputs, const int64_t dropout_key[2],
+    float *const *outputs, char *error, size_t error_size) {
+)cpp";
+  emitArrays(os, trainStep);
+  os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return gpu_run_train_step(ops, static_cast<char *>(workspace), batch,
+                              params, state, args, results, message);
+  });
+}
+
+const lruc_gpu_model kGpuModel = {
+  LRUC_GPU_ABI_VERSION, sizeof(lruc_gpu_model), )cpp"
+     << kernels << R"cpp(, kGpuKernels,
+  gpuWorkspaceBytes, gpu_forward, gpu_backward, gpu_train_step,
+};
+
+)cpp";
+  return success();
+}
+
 } // namespace
 
 LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
@@ -990,7 +1064,8 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
              : StringRef("model"))
      << "'. Do not edit.\n"
         "#include \"lruc_model.h\"\n"
-        "#include \"lruc/core/Init.h\"\n"
+     << (options.embedCuda ? "#include \"lruc_gpu.h\"\n" : "")
+     << "#include \"lruc/core/Init.h\"\n"
         "#include \"lruc/cpu/Kernels.h\"\n\n"
         "#include <algorithm>\n#include <cmath>\n#include <complex>\n"
         "#include <cstdio>\n#include <cstring>\n#include <exception>\n"
@@ -1173,8 +1248,9 @@ int forward(int64_t batch, const float *params, const float *state,
           "message);\n  });\n}\n\n";
   }
   // backward: the loss, then each gradient at its parameter's offset.
+  Binding backwardBinding;
   {
-    Binding binding;
+    Binding &binding = backwardBinding;
     for (unsigned i = 0; i + 1 < backward.getNumArguments(); ++i)
       binding.args.push_back("inputs[" + std::to_string(i) + "]");
     binding.args.push_back("dropout_key");
@@ -1194,11 +1270,11 @@ int forward(int64_t batch, const float *params, const float *state,
           "message);\n  });\n}\n\n";
   }
   // train_step: in place.
+  FailureOr<Binding> binding =
+      bindTrainStep(step, layout, forward.getNumResults());
+  if (failed(binding))
+    return failure();
   {
-    FailureOr<Binding> binding =
-        bindTrainStep(step, layout, forward.getNumResults());
-    if (failed(binding))
-      return failure();
     os << "int train_step(int64_t batch, float *params, float *adam_m, float "
           "*adam_v,\n    float *state, float lr, float step, const void "
           "*const *inputs,\n    const int64_t dropout_key[2], float *const "
@@ -1275,16 +1351,27 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
 
 )cpp";
   }
+  std::string cuda;
+  if (options.embedCuda) {
+    llvm::raw_string_ostream cudaStream(cuda);
+    FailureOr<std::vector<CudaFunctionPlan>> plans =
+        writeCudaSource(module, cudaStream);
+    if (failed(plans))
+      return failure();
+    cudaStream.flush();
+    if (failed(writeGpuEntryPoints(*plans, layout, backwardBinding, *binding,
+                                   os)))
+      return failure();
+  }
   os << "} // namespace\n\n"
         "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "lruc_model *\nlruc_model_get(uint32_t abi_version) {\n"
         "  return abi_version == LRUC_ABI_VERSION ? &kModel : nullptr;\n}\n";
   if (options.embedCuda) {
-    std::string cuda;
-    llvm::raw_string_ostream cudaStream(cuda);
-    if (failed(emitCuda(module, cudaStream)))
-      return failure();
-    cudaStream.flush();
+    os << "\nextern \"C\" __attribute__((visibility(\"default\"))) const "
+          "lruc_gpu_model *\nlruc_gpu_model_get(uint32_t abi_version) {\n"
+          "  return abi_version == LRUC_GPU_ABI_VERSION ? &kGpuModel : "
+          "nullptr;\n}\n";
     // One raw string; its delimiter cannot occur in the generated CUDA.
     constexpr llvm::StringLiteral kEnd = ")lruc_cuda\"";
     if (StringRef(cuda).contains(kEnd))

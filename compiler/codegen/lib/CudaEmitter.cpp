@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaEmitter.h"
 #include "EmitSupport.h"
 #include "lruc/Codegen.h"
 #include "lruc/core/Random.h"
@@ -38,17 +39,6 @@ constexpr const char kPrelude[] =
 #include "DevicePrelude.inc"
     ;
 
-constexpr int kBlockThreads = 256;
-
-/// A kernel and how the host launches it.
-struct Launch {
-  std::string kernel;
-  /// Threads wanted as C++ of B (grid-stride kernels take fewer), or, for
-  /// a block reduction, blocks.
-  std::string threads;
-  bool blockPerOutput = false;
-  std::string what; ///< the op, for the plan
-};
 
 /// Row-major coordinates of flat indices of a tensor type, as C++.
 class Coordinates {
@@ -61,7 +51,7 @@ public:
   }
   /// Coordinate k of the flat index `flat`.
   std::string coordinate(int64_t k, StringRef flat) const {
-    std::string q = "(" + flat.str() + " / " + stride(k) + ")";
+    std::string q = "(" + flat.str() + " / (" + stride(k) + "))";
     return k == 0 ? q : "(" + q + " % " + dimExpr(shape[k]) + ")";
   }
 
@@ -74,7 +64,7 @@ public:
   CudaFunctionEmitter(llvm::raw_ostream &os, unsigned &counter)
       : os(os), counter(counter) {}
 
-  LogicalResult emit(func::FuncOp func, std::vector<Launch> &launches) {
+  LogicalResult emit(func::FuncOp func, std::vector<CudaLaunch> &launches) {
     prefix = func.getSymName().str();
     int index = 0;
     for (Operation &op : func.getBody().front()) {
@@ -93,18 +83,22 @@ private:
              ArrayRef<Value> inputs, ArrayRef<Value> outputs,
              bool blockPerOutput = false) {
     std::string name = prefix + "_" + std::to_string(opIndex) + suffix.str();
-    current->push_back({name, std::move(threads), blockPerOutput,
-                        op->getName().getStringRef().str()});
+    CudaLaunch launch{name, std::move(threads), blockPerOutput, op, {}, {}};
+    llvm::append_range(launch.operands, inputs);
+    llvm::append_range(launch.operands, outputs);
     os << "extern \"C\" __global__ void " << name
        << "(int64_t B, lruc::gpu::Status *status";
     auto param = [&](Value v, bool input, size_t n) {
-      os << ", " << (input ? "const " : "") << elementType(v.getType())
-         << " *__restrict " << (input ? "in" : "out") << n;
+      std::string type = (input ? "const " : "") + elementType(v.getType()) +
+                         " *";
+      launch.parameterTypes.push_back(type);
+      os << ", " << type << "__restrict " << (input ? "in" : "out") << n;
     };
     for (auto [n, v] : llvm::enumerate(inputs))
       param(v, true, n);
     for (auto [n, v] : llvm::enumerate(outputs))
       param(v, false, n);
+    current->push_back(std::move(launch));
     os << ") {\n  (void)B; (void)status;\n";
   }
 
@@ -565,7 +559,7 @@ private:
         // cuBLAS calls of the host schedule.
         .Case<ParamOp, func::ReturnOp>([](Operation *) { return success(); })
         .Case([&](MatmulOp o) {
-          current->push_back({"cublas", "", false, "lru.matmul"});
+          current->push_back({"cublas", "", false, o, {}, {}});
           return success();
         })
         .Case([&](arith::ConstantOp o) { return emitConstant(o); })
@@ -595,12 +589,52 @@ private:
   unsigned &counter;
   std::string prefix;
   int opIndex = 0;
-  std::vector<Launch> *current = nullptr;
+  std::vector<CudaLaunch> *current = nullptr;
 };
+
+/// The kernels' host-side entry for the GPU simulator (compiled as C++
+/// with LRUC_GPU_SIMULATE, which NVRTC never defines): each kernel called
+/// from an argument array like cuLaunchKernel's, once per simulated thread.
+void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
+                     llvm::raw_ostream &os) {
+  os << "\n#ifdef LRUC_GPU_SIMULATE\nnamespace {\n";
+  std::vector<const CudaLaunch *> kernels;
+  for (const CudaFunctionPlan &plan : plans)
+    for (const CudaLaunch &l : plan.launches)
+      if (!l.isGemm())
+        kernels.push_back(&l);
+  for (auto [k, l] : llvm::enumerate(kernels)) {
+    os << "void sim" << k << "(void **a) {\n  " << l->kernel
+       << "(*static_cast<int64_t *>(a[0]), "
+          "*static_cast<lruc::gpu::Status **>(a[1])";
+    for (auto [n, type] : llvm::enumerate(l->parameterTypes))
+      os << ", *static_cast<" << type << " *>(a[" << n + 2 << "])";
+    os << ");\n}\n";
+  }
+  os << "void (*const kSimKernels[])(void **) = {";
+  for (size_t k = 0; k < kernels.size(); ++k)
+    os << (k ? ", " : "") << "sim" << k;
+  os << "};\n} // namespace\n\n"
+     << "// Kernel `kernel` (its place in the launch plan, cuBLAS calls not "
+        "counted)\n// as `blocks` blocks of `threads`, one thread at a time; "
+        "a block reduction\n// runs a thread a block (lruc::gpu::blockSum "
+        "is then the identity).\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) void\n"
+        "lruc_sim_launch(int32_t kernel, int64_t blocks, "
+        "int32_t threads,\n    int32_t block_per_output, void **args) {\n"
+     << "  const int64_t count = block_per_output ? blocks : blocks * "
+        "threads;\n"
+     << "  gridDim.x = unsigned(count);\n  blockDim.x = 1;\n"
+     << "  threadIdx.x = 0;\n"
+     << "  for (int64_t b = 0; b < count; ++b) {\n"
+     << "    blockIdx.x = unsigned(b);\n    kSimKernels[kernel](args);\n"
+     << "  }\n}\n#endif // LRUC_GPU_SIMULATE\n";
+}
 
 } // namespace
 
-LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
+FailureOr<std::vector<CudaFunctionPlan>>
+writeCudaSource(ModuleOp module, llvm::raw_ostream &os) {
   os << "// Generated by lruc: the CUDA kernels of model '"
      << (module->getAttrOfType<StringAttr>("lru.model")
              ? module->getAttrOfType<StringAttr>("lru.model").getValue()
@@ -608,32 +642,38 @@ LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
      << "'. Do not edit.\n"
      << kPrelude << "\nusing lruc::gpu::cfloat;\n\n";
   unsigned counter = 0;
-  std::vector<std::pair<std::string, std::vector<Launch>>> plans;
-  for (StringRef name :
-       {"forward", "forward_train", "backward", "train_step", "step"}) {
+  std::vector<CudaFunctionPlan> plans;
+  for (StringRef name : kCudaFunctions) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
       continue;
     os << "// @" << name << "\n\n";
-    plans.push_back({name.str(), {}});
+    plans.push_back({func, {}});
     CudaFunctionEmitter emitter(os, counter);
-    if (failed(emitter.emit(func, plans.back().second)))
+    if (failed(emitter.emit(func, plans.back().launches)))
       return failure();
   }
   // The launch plan: what the host schedule runs, in order (a kernel per
   // line: its name, then threads wanted, or blocks for a block reduction,
-  // as C++ of B, at kBlockThreads threads a block).
-  os << "// Launch plan (" << kBlockThreads << " threads a block)\n";
-  for (const auto &[name, launches] : plans) {
-    os << "// @" << name << ": " << launches.size() << " launches\n";
-    for (const Launch &l : launches)
-      os << "//   " << l.kernel << " " << l.what
+  // as C++ of B, at kCudaBlockThreads threads a block).
+  os << "// Launch plan (" << kCudaBlockThreads << " threads a block)\n";
+  for (const CudaFunctionPlan &plan : plans) {
+    os << "// @" << mlir::func::FuncOp(plan.func).getSymName() << ": "
+       << plan.launches.size()
+       << " launches\n";
+    for (const CudaLaunch &l : plan.launches)
+      os << "//   " << l.kernel << " " << l.op->getName().getStringRef()
          << (l.threads.empty()
                  ? ""
                  : (l.blockPerOutput ? " blocks " : " threads ") + l.threads)
          << "\n";
   }
-  return success();
+  writeSimulation(plans, os);
+  return plans;
+}
+
+LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
+  return success(succeeded(writeCudaSource(module, os)));
 }
 
 } // namespace lruc

@@ -16,6 +16,32 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#elif defined(LRUC_GPU_SIMULATE)
+// The GPU simulator (tests/models/GpuSimulator.h): the kernels compiled as
+// C++ for the CPU and run one thread at a time, a block reduction with one
+// thread a block. It checks what the kernels compute and what the schedule
+// launches, not how threads cooperate.
+#include <cmath>
+#include <cstdint>
+#include <math.h>
+#define __device__
+#define __host__
+#define __global__
+struct lruc_sim_index {
+  unsigned x;
+};
+static thread_local lruc_sim_index threadIdx, blockIdx, blockDim, gridDim;
+inline float atomicAdd(float *address, float value) {
+  float old = *address;
+  *address = old + value;
+  return old;
+}
+inline int atomicCAS(int *address, int expected, int value) {
+  int old = *address;
+  if (old == expected)
+    *address = value;
+  return old;
+}
 #else // nvcc, for checking the prelude by hand
 #include <cstdint>
 #endif
@@ -120,6 +146,9 @@ __device__ inline int64_t gridStride() {
 /// The sum of `v` over the block (blockDim.x a multiple of 32, at most
 /// 1024), in thread 0; the same tree every run, so sums repeat exactly.
 __device__ inline float blockSum(float v) {
+#ifdef LRUC_GPU_SIMULATE
+  return v; // one thread a block
+#else
   __shared__ float partial[32];
   for (int offset = 16; offset > 0; offset /= 2)
     v += __shfl_down_sync(0xffffffffu, v, offset);
@@ -133,6 +162,7 @@ __device__ inline float blockSum(float v) {
       v += __shfl_down_sync(0xffffffffu, v, offset);
   __syncthreads(); // partial is reused by the next call
   return v;
+#endif
 }
 
 __device__ inline cfloat blockSum(cfloat v) {

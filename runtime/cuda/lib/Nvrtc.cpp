@@ -2,6 +2,8 @@
 
 #include "lruc/cuda/Nvrtc.h"
 
+#include "Dynamic.h"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -37,18 +39,8 @@ const NvrtcApi *openNvrtc(std::string &failure) {
   static std::unique_ptr<NvrtcApi> api;
   static std::string reason;
   std::call_once(once, [] {
-    std::vector<std::string> candidates;
-    if (const char *path = std::getenv("LRUC_NVRTC"))
-      candidates.push_back(path);
-    for (const char *name :
-         {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"}) {
-      candidates.push_back(name);
-      candidates.push_back(std::string("/usr/local/cuda/lib64/") + name);
-    }
-    void *handle = nullptr;
-    for (const std::string &candidate : candidates)
-      if ((handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)))
-        break;
+    void *handle = detail::openFirst(
+        "LRUC_NVRTC", {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"});
     if (!handle) {
       reason = "cannot open NVRTC (tried $LRUC_NVRTC, libnvrtc.so, "
                "libnvrtc.so.13, libnvrtc.so.12 and /usr/local/cuda/lib64); "
@@ -56,15 +48,7 @@ const NvrtcApi *openNvrtc(std::string &failure) {
       return;
     }
     auto table = std::make_unique<NvrtcApi>();
-    bool complete = true;
-    auto bind = [&](auto &fn, const char *symbol) {
-      void *address = dlsym(handle, symbol);
-      if (!address && complete) {
-        complete = false;
-        reason = std::string("NVRTC lacks ") + symbol;
-      }
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
-    };
+    detail::Binder bind(handle, "NVRTC");
     bind(table->getErrorString, "nvrtcGetErrorString");
     bind(table->version, "nvrtcVersion");
     bind(table->createProgram, "nvrtcCreateProgram");
@@ -74,7 +58,8 @@ const NvrtcApi *openNvrtc(std::string &failure) {
     bind(table->getProgramLog, "nvrtcGetProgramLog");
     bind(table->getPTXSize, "nvrtcGetPTXSize");
     bind(table->getPTX, "nvrtcGetPTX");
-    if (complete)
+    reason = bind.failure();
+    if (bind.complete())
       api = std::move(table);
   });
   failure = reason;

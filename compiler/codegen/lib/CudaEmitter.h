@@ -1,0 +1,64 @@
+//===- CudaEmitter.h - The CUDA source and its launch plan -------*- C++ -*-===//
+//
+// Between the CUDA emitter and the CPU emitter, which writes the host
+// schedule (the launches of the plan, in order) into the model library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LRUC_CODEGEN_CUDAEMITTER_H
+#define LRUC_CODEGEN_CUDAEMITTER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "lru/LRUOps.h"
+
+#include <string>
+#include <vector>
+
+namespace lruc {
+
+/// Threads a block of every launch.
+constexpr int kCudaBlockThreads = 256;
+
+/// The functions with CUDA kernels, in the order of the source.
+constexpr const char *kCudaFunctions[] = {"forward", "forward_train",
+                                          "backward", "train_step", "step"};
+
+/// One launch of a function's schedule: a kernel, or a GEMM (cuBLAS).
+struct CudaLaunch {
+  std::string kernel; ///< "cublas" for a GEMM
+  /// Threads wanted as C++ of B (grid-stride kernels take fewer), or, for
+  /// a block reduction, blocks.
+  std::string threads;
+  bool blockPerOutput = false;
+  mlir::Operation *op = nullptr; ///< the op (the matmul of a GEMM)
+  /// The kernel's arrays after (B, status): inputs, then outputs.
+  llvm::SmallVector<mlir::Value> operands;
+  std::vector<std::string> parameterTypes; ///< their C++ types
+
+  bool isGemm() const { return kernel == "cublas"; }
+};
+
+struct CudaFunctionPlan {
+  mlir::func::FuncOp func;
+  std::vector<CudaLaunch> launches;
+};
+
+/// Writes emitCuda's source to `os` and returns each function's launches.
+mlir::FailureOr<std::vector<CudaFunctionPlan>>
+writeCudaSource(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// Writes the host schedule of `plans` (runtime/include/lruc_gpu.h):
+/// `bool gpu_run_<function>(ops, workspace, B, params, state, args,
+/// results, error)` for each, kernels numbered in plan order; `paramPointer`
+/// names a parameter's device pointer. Returns each function's device
+/// workspace bytes as C++ of `batch`.
+mlir::FailureOr<std::vector<std::string>> writeGpuSchedule(
+    const std::vector<CudaFunctionPlan> &plans,
+    llvm::function_ref<std::string(::lru::ParamOp)> paramPointer,
+    llvm::raw_ostream &os);
+
+} // namespace lruc
+
+#endif // LRUC_CODEGEN_CUDAEMITTER_H

@@ -1,0 +1,283 @@
+//===- GpuSchedule.cpp - The host schedule of the CUDA kernels ------------===//
+//
+// Host C++ for the model library: per function, `gpu_run_<function>` runs
+// the launch plan of the CUDA source in order through lruc_gpu_ops
+// (runtime/include/lruc_gpu.h): each kernel with (B, status, its arrays),
+// each matmul as a row-major GEMM, then the results copied out and the
+// status block read back. Arrays are where the memory plan put them, in one
+// device workspace laid out as the CPU library's, followed by the status
+// block and the device copies of the host scalars (lr, step, dropout_key).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmitter.h"
+#include "EmitSupport.h"
+#include "lruc/MemoryPlan.h"
+#include "lruc/Transforms/Passes.h"
+
+#include "lru/LRUOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace lruc::emit;
+
+namespace lruc {
+namespace {
+
+/// Bytes after the plan's workspace: the status block, then a slot per
+/// host scalar.
+constexpr int64_t kExtraSlot = 64;
+
+/// Function arguments the caller passes in host memory.
+bool isHostArgument(func::FuncOp func, unsigned i) {
+  auto name = func.getArgAttrOfType<StringAttr>(i, "lru.input");
+  return name && (name.getValue() == "lr" || name.getValue() == "step" ||
+                  name.getValue() == "dropout_key");
+}
+
+int64_t elementBytes(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  if (auto complex = dyn_cast<ComplexType>(element))
+    return 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
+  return element.getIntOrFloatBitWidth() / 8;
+}
+
+/// Ops whose kernels report bad data (lruc::gpu::report), by op index.
+bool reports(Operation *op) {
+  if (auto fused = dyn_cast<lru::FusedOp>(op))
+    return fused.getScan() && fused.getScan().getLengths();
+  if (auto scan = dyn_cast<lru::ScanOp>(op))
+    return bool(scan.getLengths());
+  if (auto shift = dyn_cast<lru::ShiftOp>(op))
+    return bool(shift.getLengths());
+  return isa<lru::GatherOp, lru::ScatterAddOp, lru::LengthMaskOp,
+             lru::SoftmaxCrossEntropyOp, lru::SoftmaxCrossEntropyGradOp>(op);
+}
+
+class ScheduleWriter {
+public:
+  ScheduleWriter(const CudaFunctionPlan &plan, const MemoryPlan &memory,
+                 llvm::function_ref<std::string(lru::ParamOp)> paramPointer,
+                 llvm::raw_ostream &os)
+      : plan(plan), func(plan.func), memory(memory),
+        paramPointer(paramPointer), os(os) {}
+
+  LogicalResult write(int32_t &nextKernel) {
+    StringRef name = func.getSymName();
+    os << "bool gpu_run_" << name
+       << "(const lruc_gpu_ops *ops, char *workspace, int64_t B,\n"
+          "    const float *params, const float *state, const void *const "
+          "*args,\n    void *const *results, std::string &error) {\n"
+          "  (void)params; (void)state; (void)args;\n"
+       << "  char *const extra = workspace + " << memory.total.perExample
+       << " * B + " << memory.total.fixed << ";\n"
+       << "  GpuStatus *status = reinterpret_cast<GpuStatus *>(extra);\n"
+       << "  if (!gpuResetStatus(ops, status, error))\n    return false;\n";
+    int64_t hostSlots = 0;
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (!isHostArgument(func, i))
+        continue;
+      std::string copy = "host" + std::to_string(i);
+      int64_t bytes = cast<RankedTensorType>(arg.getType()).getNumElements() *
+                      elementBytes(arg.getType());
+      os << "  void *const " << copy << " = extra + "
+         << kExtraSlot * (1 + hostSlots++) << ";\n"
+         << "  if (!gpuCopy(ops, " << copy << ", args[" << i << "], " << bytes
+         << ", LRUC_COPY_HOST_TO_DEVICE, error))\n    return false;\n";
+      pointers[arg] = copy;
+    }
+    for (const CudaLaunch &launch : plan.launches) {
+      if (launch.isGemm()) {
+        if (failed(writeGemm(cast<lru::MatmulOp>(launch.op))))
+          return failure();
+        continue;
+      }
+      os << "  {\n    const int64_t n = " << launch.threads << ";\n";
+      for (auto [k, v] : llvm::enumerate(launch.operands)) {
+        FailureOr<std::string> p = pointer(v);
+        if (failed(p))
+          return failure();
+        os << "    const void *p" << k << " = " << *p << ";\n";
+      }
+      os << "    void *a[] = {&B, &status";
+      for (size_t k = 0; k < launch.operands.size(); ++k)
+        os << ", &p" << k;
+      os << "};\n    if (n > 0 && !gpuLaunch(ops, " << nextKernel++ << ", n, "
+         << (launch.blockPerOutput ? 1 : 0) << ", a, \"" << launch.kernel
+         << "\", error))\n      return false;\n  }\n";
+    }
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      FailureOr<std::string> p = pointer(v);
+      if (failed(p))
+        return failure();
+      os << "  if (!gpuCopy(ops, results[" << i << "], " << *p
+         << ", uint64_t(" << countExpr(v) << ") * " << elementBytes(v.getType())
+         << ", LRUC_COPY_DEVICE_TO_DEVICE, error))\n    return false;\n";
+    }
+    // Which op a report names.
+    os << "  return gpuCheckStatus(ops, status, \"" << name
+       << "\", [](int32_t op) -> const char * {\n    switch (op) {\n";
+    for (auto [index, op] : llvm::enumerate(func.getBody().front()))
+      if (reports(&op))
+        os << "    case " << index << ": return \""
+           << op.getName().getStringRef() << " at "
+           << describeLocation(op.getLoc()) << "\";\n";
+    os << "    default: return \"an op\";\n    }\n  }, error);\n}\n\n";
+    return success();
+  }
+
+  /// The device workspace bytes of the function as C++ of `batch`.
+  std::string workspaceBytes() {
+    int64_t hostSlots = 0;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      hostSlots += isHostArgument(func, i);
+    return std::to_string(memory.total.perExample) + " * batch + " +
+           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots));
+  }
+
+private:
+  /// Where `v` lives on the device, as C++.
+  FailureOr<std::string> pointer(Value v) {
+    if (auto it = pointers.find(v); it != pointers.end())
+      return it->second;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return "args[" + std::to_string(arg.getArgNumber()) + "]";
+    if (auto param = v.getDefiningOp<lru::ParamOp>())
+      return paramPointer(param);
+    auto slot = memory.slotOf.find(v);
+    if (slot == memory.slotOf.end())
+      return v.getDefiningOp()->emitError(
+          "has a result the GPU schedule cannot place");
+    ByteSize offset = memory.offsets[slot->second];
+    return "workspace + " + std::to_string(offset.perExample) + " * B + " +
+           std::to_string(offset.fixed);
+  }
+
+  /// A matmul as a row-major GEMM (the kinds of runtime/cpu's matmuls).
+  LogicalResult writeGemm(lru::MatmulOp op) {
+    auto lhs = tensorType(op.getLhs()), rhs = tensorType(op.getRhs());
+    std::string rows = productExpr(lhs.getShape().drop_back());
+    std::string m, n, k, lda, ldb;
+    bool transA = false, transB = false;
+    switch (op.getKind()) {
+    case lru::MatmulKind::nt: // [rows, K] . [N, K]^T
+      m = rows, n = dimExpr(rhs.getDimSize(0)), k = dimExpr(rhs.getDimSize(1));
+      lda = k, ldb = k, transB = true;
+      break;
+    case lru::MatmulKind::nn: // [rows, K] . [K, N]
+      m = rows, n = dimExpr(rhs.getDimSize(1)), k = dimExpr(rhs.getDimSize(0));
+      lda = k, ldb = n;
+      break;
+    case lru::MatmulKind::tn: // [rows, M]^T . [rows, N]
+      m = dimExpr(lhs.getShape().back()), n = dimExpr(rhs.getShape().back());
+      k = rows, lda = m, ldb = n, transA = true;
+      break;
+    }
+    FailureOr<std::string> a = pointer(op.getLhs()), b = pointer(op.getRhs()),
+                           c = pointer(op.getResult());
+    if (failed(a) || failed(b) || failed(c))
+      return failure();
+    os << "  if (!gpuGemm(ops, " << transA << ", " << transB << ", " << m
+       << ", " << n << ", " << k << ", " << *a << ", " << lda << ", " << *b
+       << ", " << ldb << ", " << *c << ", " << n << ", error))\n"
+       << "    return false;\n";
+    return success();
+  }
+
+  const CudaFunctionPlan &plan;
+  func::FuncOp func;
+  const MemoryPlan &memory;
+  llvm::function_ref<std::string(lru::ParamOp)> paramPointer;
+  llvm::raw_ostream &os;
+  llvm::DenseMap<Value, std::string> pointers; ///< host scalars' copies
+};
+
+} // namespace
+
+FailureOr<std::vector<std::string>>
+writeGpuSchedule(const std::vector<CudaFunctionPlan> &plans,
+                 llvm::function_ref<std::string(lru::ParamOp)> paramPointer,
+                 llvm::raw_ostream &os) {
+  os << R"cpp(// --- The GPU schedule (runtime/include/lruc_gpu.h) ----------------------
+
+struct GpuStatus { // lruc::gpu::Status of the device prelude
+  int32_t op, pad;
+  int64_t index, value;
+};
+
+bool gpuCalled(int rc, const char *what, const char *name, std::string &error) {
+  if (rc == 0)
+    return true;
+  error = std::string("GPU ") + what + " failed (" + std::to_string(rc) + ")" +
+          (name ? std::string(": ") + name : std::string());
+  return false;
+}
+bool gpuCopy(const lruc_gpu_ops *ops, void *dst, const void *src,
+             uint64_t bytes, int32_t kind, std::string &error) {
+  return bytes == 0 ||
+         gpuCalled(ops->copy(ops->context, dst, src, bytes, kind), "copy",
+                   nullptr, error);
+}
+bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
+               int32_t blockPerOutput, void **args, const char *name,
+               std::string &error) {
+  const int64_t threads = )cpp"
+     << kCudaBlockThreads << R"cpp(;
+  const int64_t blocks = blockPerOutput ? n : (n + threads - 1) / threads;
+  return gpuCalled(ops->launch(ops->context, kernel, blocks, int32_t(threads),
+                               blockPerOutput, args),
+                   "launch", name, error);
+}
+bool gpuGemm(const lruc_gpu_ops *ops, int32_t transA, int32_t transB,
+             int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+             const void *b, int64_t ldb, void *c, int64_t ldc,
+             std::string &error) {
+  if (m == 0 || n == 0)
+    return true;
+  return gpuCalled(ops->gemm(ops->context, transA, transB, m, n, k,
+                             static_cast<const float *>(a), lda,
+                             static_cast<const float *>(b), ldb,
+                             static_cast<float *>(c), ldc),
+                   "GEMM", nullptr, error);
+}
+bool gpuResetStatus(const lruc_gpu_ops *ops, GpuStatus *status,
+                    std::string &error) {
+  const GpuStatus none = {-1, 0, 0, 0};
+  return gpuCopy(ops, status, &none, sizeof none, LRUC_COPY_HOST_TO_DEVICE,
+                 error);
+}
+/// The first report of the call's kernels, if any, as the error.
+bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
+                    const char *function, const char *(*describe)(int32_t),
+                    std::string &error) {
+  GpuStatus seen;
+  if (!gpuCopy(ops, &seen, status, sizeof seen, LRUC_COPY_DEVICE_TO_HOST,
+               error))
+    return false;
+  if (seen.op < 0)
+    return true;
+  error = std::string("bad input in @") + function + ", " +
+          describe(seen.op) + ": entry " + std::to_string(seen.index) +
+          " is " + std::to_string(seen.value) + ", out of range";
+  return false;
+}
+
+)cpp";
+  std::vector<std::string> workspaces;
+  int32_t nextKernel = 0;
+  for (const CudaFunctionPlan &plan : plans) {
+    FailureOr<MemoryPlan> memory = readMemoryPlan(plan.func);
+    if (failed(memory))
+      return failure();
+    ScheduleWriter writer(plan, *memory, paramPointer, os);
+    if (failed(writer.write(nextKernel)))
+      return failure();
+    workspaces.push_back(writer.workspaceBytes());
+  }
+  return workspaces;
+}
+
+} // namespace lruc

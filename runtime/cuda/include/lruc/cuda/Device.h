@@ -1,0 +1,80 @@
+//===- Device.h - A CUDA device for model libraries -------------*- C++ -*-===//
+//
+// What runs a model library's GPU schedule (lruc_gpu.h) on a real device:
+// the CUDA driver and cuBLAS opened with dlopen (nothing links against
+// CUDA), the library's kernels compiled by NVRTC through the PTX cache and
+// loaded as one module, and the schedule's lruc_gpu_ops on them. Everything
+// runs on the context's default stream, in order; a call's launches are not
+// waited for until something is copied back to the host.
+//
+// Not yet run on a GPU: the code paths that need one are written against
+// the driver API's documented behaviour and wait for a machine to test on.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_CUDA_DEVICE_H
+#define LRUC_CUDA_DEVICE_H
+
+#include "lruc_gpu.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lruc::cuda {
+
+class Device {
+public:
+  /// Opens device `ordinal`: null with the reason in `error` when there is
+  /// no CUDA driver ($LRUC_CUDA_DRIVER, else libcuda.so.1), no such device,
+  /// or no cuBLAS ($LRUC_CUBLAS, else libcublas.so.13, .12, libcublas.so).
+  static std::unique_ptr<Device> open(int ordinal, std::string &error);
+  ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  /// The device's name and its architecture ("sm_90").
+  const std::string &name() const { return name_; }
+  const std::string &arch() const { return arch_; }
+
+  /// Compiles `source` (a library's lruc_cuda_source()) for this device
+  /// through the PTX cache, loads it and finds the kernels `names` (the
+  /// library's lruc_gpu_model::kernels, whose indices the schedule
+  /// launches). False with NVRTC's or the driver's message in `error`.
+  bool loadKernels(const std::string &source, const char *const *names,
+                   int count, std::string &error);
+
+  /// The schedule's callbacks on this device (after loadKernels).
+  const lruc_gpu_ops *ops() const { return &ops_; }
+
+  /// Device memory; null with the reason in `error`.
+  void *allocate(size_t bytes, std::string &error);
+  void release(void *memory);
+  /// Waits for everything queued; false with the driver's message.
+  bool synchronize(std::string &error);
+
+  struct Api; ///< the driver and cuBLAS entry points (Device.cpp)
+
+private:
+  Device() = default;
+  static int launch(void *context, int32_t kernel, int64_t blocks,
+                    int32_t threads, int32_t blockPerOutput, void **args);
+  static int gemm(void *context, int32_t transA, int32_t transB, int64_t m,
+                  int64_t n, int64_t k, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float *c, int64_t ldc);
+  static int copy(void *context, void *dst, const void *src, size_t bytes,
+                  int32_t kind);
+
+  const Api *api_ = nullptr;
+  int device_ = 0;
+  void *context_ = nullptr; ///< CUcontext (the primary context)
+  void *module_ = nullptr;  ///< CUmodule
+  void *cublas_ = nullptr;  ///< cublasHandle_t
+  std::vector<void *> kernels_; ///< CUfunction by schedule index
+  std::string name_, arch_;
+  lruc_gpu_ops ops_{};
+};
+
+} // namespace lruc::cuda
+
+#endif // LRUC_CUDA_DEVICE_H

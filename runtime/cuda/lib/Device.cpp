@@ -1,0 +1,266 @@
+//===- Device.cpp - The CUDA driver and cuBLAS, opened at run time --------===//
+
+#include "lruc/cuda/Device.h"
+
+#include "Dynamic.h"
+#include "lruc/cuda/PtxCache.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace lruc::cuda {
+
+// The parts of cuda.h and cublas_api.h used here, declared by hand: the
+// headers may be absent where lruc is built. Handles are opaque pointers,
+// device pointers 64-bit integers (unified addressing: a device pointer is
+// also what the schedule passes around as void *).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using cublasStatus = int;
+constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
+constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
+constexpr int kCublasOpN = 0, kCublasOpT = 1;
+
+struct Device::Api {
+  CUresult (*init)(unsigned);
+  CUresult (*getErrorString)(CUresult, const char **);
+  CUresult (*deviceGetCount)(int *);
+  CUresult (*deviceGet)(CUdevice *, int);
+  CUresult (*deviceGetName)(char *, int, CUdevice);
+  CUresult (*deviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*primaryCtxRetain)(void **, CUdevice);
+  CUresult (*primaryCtxRelease)(CUdevice);
+  CUresult (*ctxSetCurrent)(void *);
+  CUresult (*ctxSynchronize)();
+  CUresult (*moduleLoadData)(void **, const void *);
+  CUresult (*moduleUnload)(void *);
+  CUresult (*moduleGetFunction)(void **, void *, const char *);
+  CUresult (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, unsigned, void *, void **,
+                           void **);
+  CUresult (*memAlloc)(CUdeviceptr *, size_t);
+  CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+  cublasStatus (*cublasCreate)(void **);
+  cublasStatus (*cublasDestroy)(void *);
+  cublasStatus (*sgemm)(void *, int, int, int, int, int, const float *,
+                        const float *, int, const float *, int, const float *,
+                        float *, int);
+};
+
+namespace {
+
+/// The driver and cuBLAS, opened once per process; null with the reason.
+const Device::Api *openApi(std::string &failure) {
+  static std::once_flag once;
+  static std::unique_ptr<Device::Api> api;
+  static std::string reason;
+  std::call_once(once, [] {
+    void *driver = detail::openFirst("LRUC_CUDA_DRIVER", {"libcuda.so.1"});
+    if (!driver) {
+      reason = "no CUDA driver (tried $LRUC_CUDA_DRIVER and libcuda.so.1): "
+               "this machine has no NVIDIA GPU driver";
+      return;
+    }
+    void *cublas = detail::openFirst(
+        "LRUC_CUBLAS",
+        {"libcublas.so.13", "libcublas.so.12", "libcublas.so"});
+    if (!cublas) {
+      reason = "cannot open cuBLAS (tried $LRUC_CUBLAS, libcublas.so.13, "
+               ".12, libcublas.so and /usr/local/cuda/lib64)";
+      return;
+    }
+    auto table = std::make_unique<Device::Api>();
+    detail::Binder bind(driver, "the CUDA driver");
+    bind(table->init, "cuInit");
+    bind(table->getErrorString, "cuGetErrorString");
+    bind(table->deviceGetCount, "cuDeviceGetCount");
+    bind(table->deviceGet, "cuDeviceGet");
+    bind(table->deviceGetName, "cuDeviceGetName");
+    bind(table->deviceGetAttribute, "cuDeviceGetAttribute");
+    bind(table->primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    bind(table->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    bind(table->ctxSetCurrent, "cuCtxSetCurrent");
+    bind(table->ctxSynchronize, "cuCtxSynchronize");
+    bind(table->moduleLoadData, "cuModuleLoadData");
+    bind(table->moduleUnload, "cuModuleUnload");
+    bind(table->moduleGetFunction, "cuModuleGetFunction");
+    bind(table->launchKernel, "cuLaunchKernel");
+    bind(table->memAlloc, "cuMemAlloc_v2");
+    bind(table->memFree, "cuMemFree_v2");
+    bind(table->memcpy, "cuMemcpy");
+    detail::Binder bindBlas(cublas, "cuBLAS");
+    bindBlas(table->cublasCreate, "cublasCreate_v2");
+    bindBlas(table->cublasDestroy, "cublasDestroy_v2");
+    bindBlas(table->sgemm, "cublasSgemm_v2");
+    if (!bind.complete())
+      reason = bind.failure();
+    else if (!bindBlas.complete())
+      reason = bindBlas.failure();
+    else
+      api = std::move(table);
+  });
+  failure = reason;
+  return api.get();
+}
+
+/// `what` failed: the driver's name for `result`.
+std::string driverError(const Device::Api &api, CUresult result,
+                        const std::string &what) {
+  const char *text = nullptr;
+  if (api.getErrorString(result, &text) != 0 || !text)
+    text = "unknown error";
+  return what + " failed: " + text + " (" + std::to_string(result) + ")";
+}
+
+} // namespace
+
+std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
+  const Api *api = openApi(error);
+  if (!api)
+    return nullptr;
+  if (CUresult r = api->init(0)) {
+    error = driverError(*api, r, "cuInit");
+    return nullptr;
+  }
+  int count = 0;
+  if (CUresult r = api->deviceGetCount(&count)) {
+    error = driverError(*api, r, "cuDeviceGetCount");
+    return nullptr;
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    error = "no CUDA device " + std::to_string(ordinal) + " (" +
+            std::to_string(count) + " found)";
+    return nullptr;
+  }
+  std::unique_ptr<Device> device(new Device);
+  device->api_ = api;
+  CUresult r = api->deviceGet(&device->device_, ordinal);
+  char name[256] = "";
+  int major = 0, minor = 0;
+  if (!r)
+    r = api->deviceGetName(name, sizeof name, device->device_);
+  if (!r)
+    r = api->deviceGetAttribute(
+        &major, kCuDeviceAttributeComputeCapabilityMajor, device->device_);
+  if (!r)
+    r = api->deviceGetAttribute(
+        &minor, kCuDeviceAttributeComputeCapabilityMinor, device->device_);
+  if (!r)
+    r = api->primaryCtxRetain(&device->context_, device->device_);
+  if (r) {
+    error = driverError(*api, r, "opening CUDA device " +
+                                     std::to_string(ordinal));
+    device->context_ = nullptr;
+    return nullptr;
+  }
+  if ((r = api->ctxSetCurrent(device->context_))) {
+    error = driverError(*api, r, "cuCtxSetCurrent");
+    return nullptr;
+  }
+  if (int status = api->cublasCreate(&device->cublas_)) {
+    error = "cublasCreate failed (" + std::to_string(status) + ")";
+    device->cublas_ = nullptr;
+    return nullptr;
+  }
+  device->name_ = name;
+  device->arch_ = "sm_" + std::to_string(major * 10 + minor);
+  device->ops_ = {device.get(), &Device::launch, &Device::gemm, &Device::copy};
+  return device;
+}
+
+Device::~Device() {
+  if (!api_)
+    return;
+  if (cublas_)
+    api_->cublasDestroy(cublas_);
+  if (module_)
+    api_->moduleUnload(module_);
+  if (context_)
+    api_->primaryCtxRelease(device_);
+}
+
+bool Device::loadKernels(const std::string &source, const char *const *names,
+                         int count, std::string &error) {
+  std::string ptx, warning;
+  PtxCacheOutcome outcome;
+  // PTX for the device's own virtual architecture: the driver compiles it
+  // for the device when the module loads.
+  if (!compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
+                          "compute_" + arch_.substr(3), {}, ptx, outcome,
+                          warning, error))
+    return false;
+  if (CUresult r = api_->moduleLoadData(&module_, ptx.c_str())) {
+    module_ = nullptr;
+    error = driverError(*api_, r, "loading the model's kernels (" + arch_ +
+                                      ")");
+    return false;
+  }
+  kernels_.assign(count, nullptr);
+  for (int k = 0; k < count; ++k)
+    if (CUresult r = api_->moduleGetFunction(&kernels_[k], module_, names[k])) {
+      error = driverError(*api_, r, std::string("finding kernel ") + names[k]);
+      return false;
+    }
+  return true;
+}
+
+void *Device::allocate(size_t bytes, std::string &error) {
+  CUdeviceptr memory = 0;
+  if (CUresult r = api_->memAlloc(&memory, bytes ? bytes : 1)) {
+    error = driverError(*api_, r,
+                        "allocating " + std::to_string(bytes) + " bytes");
+    return nullptr;
+  }
+  return reinterpret_cast<void *>(memory);
+}
+
+void Device::release(void *memory) {
+  if (memory)
+    api_->memFree(reinterpret_cast<CUdeviceptr>(memory));
+}
+
+bool Device::synchronize(std::string &error) {
+  if (CUresult r = api_->ctxSynchronize()) {
+    error = driverError(*api_, r, "running the kernels");
+    return false;
+  }
+  return true;
+}
+
+int Device::launch(void *context, int32_t kernel, int64_t blocks,
+                   int32_t threads, int32_t, void **args) {
+  auto *self = static_cast<Device *>(context);
+  if (kernel < 0 || size_t(kernel) >= self->kernels_.size() || blocks <= 0)
+    return -1;
+  // Grid-stride kernels take any grid; those with a thread per item ask for
+  // far fewer blocks than the limit.
+  constexpr int64_t kMaxBlocks = 2147483647;
+  return self->api_->launchKernel(
+      self->kernels_[kernel], unsigned(std::min(blocks, kMaxBlocks)), 1, 1,
+      unsigned(threads), 1, 1, 0, nullptr, args, nullptr);
+}
+
+int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
+                 int64_t n, int64_t k, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float *c, int64_t ldc) {
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
+  // gets the operands swapped, each with its own transpose flag.
+  auto *self = static_cast<Device *>(context);
+  const float one = 1.0f, zero = 0.0f;
+  return self->api_->sgemm(self->cublas_, transB ? kCublasOpT : kCublasOpN,
+                           transA ? kCublasOpT : kCublasOpN, int(n), int(m),
+                           int(k), &one, b, int(ldb), a, int(lda), &zero, c,
+                           int(ldc));
+}
+
+int Device::copy(void *context, void *dst, const void *src, size_t bytes,
+                 int32_t) {
+  // Unified addressing: cuMemcpy tells host from device memory itself.
+  auto *self = static_cast<Device *>(context);
+  return self->api_->memcpy(reinterpret_cast<CUdeviceptr>(dst),
+                            reinterpret_cast<CUdeviceptr>(src), bytes);
+}
+
+} // namespace lruc::cuda

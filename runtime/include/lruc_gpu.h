@@ -1,0 +1,90 @@
+/*
+ * lruc_gpu.h - the GPU half of a model library (`lruc model.lru -o model.so`).
+ *
+ * Besides the CPU entry points of lruc_model.h, a model library exports
+ *
+ *     const lruc_gpu_model *g = lruc_gpu_model_get(LRUC_GPU_ABI_VERSION);
+ *
+ * the host schedule of its CUDA kernels (`lruc_cuda_source()`): for each
+ * entry point, the kernels and GEMMs of `lruc --emit=cuda`'s launch plan
+ * in order, with their arguments laid out in one device workspace. The
+ * schedule calls no CUDA API itself: every launch, GEMM and copy goes
+ * through the `lruc_gpu_ops` the caller passes (the runtime implements them
+ * with the CUDA driver and cuBLAS; the tests with a CPU simulator).
+ *
+ * Every pointer an entry point takes is device memory, laid out as the
+ * matching lruc_model entry point lays out host memory (parameter blocks,
+ * inputs, outputs), but for `dropout_key`, `lr` and `step`, which are host
+ * values the schedule copies into the workspace. `workspace` is device
+ * memory of at least `workspace_bytes(batch)` bytes, aligned to 256 bytes,
+ * not used by anything else during the call. An entry point returns 0, or
+ * nonzero with a message in `error` (a failed callback, or bad data that a
+ * kernel reported: a token, label or length out of range).
+ */
+#ifndef LRUC_GPU_H
+#define LRUC_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LRUC_GPU_ABI_VERSION 1u
+
+/* Directions of lruc_gpu_ops.copy. */
+enum {
+  LRUC_COPY_DEVICE_TO_DEVICE = 0,
+  LRUC_COPY_HOST_TO_DEVICE = 1,
+  LRUC_COPY_DEVICE_TO_HOST = 2
+};
+
+/* What the schedule asks of the device. Each returns 0 on success. */
+typedef struct lruc_gpu_ops {
+  void *context;
+  /* Kernel `kernel` (an index into lruc_gpu_model.kernels) on `blocks`
+   * blocks of `threads` threads; `args` as cuLaunchKernel's kernelParams.
+   * `block_per_output`: a block reduction (its threads cooperate). */
+  int (*launch)(void *context, int32_t kernel, int64_t blocks,
+                int32_t threads, int32_t block_per_output, void **args);
+  /* Row-major C[m, n] = op(A) op(B), op(X) = X, or X transposed when its
+   * flag is set; lda, ldb, ldc: the row strides of A, B, C as stored. */
+  int (*gemm)(void *context, int32_t trans_a, int32_t trans_b, int64_t m,
+              int64_t n, int64_t k, const float *a, int64_t lda,
+              const float *b, int64_t ldb, float *c, int64_t ldc);
+  /* `bytes` from `src` to `dst`, in the direction `kind` (LRUC_COPY_*). */
+  int (*copy)(void *context, void *dst, const void *src, size_t bytes,
+              int32_t kind);
+} lruc_gpu_ops;
+
+typedef struct lruc_gpu_model {
+  uint32_t abi_version; /* LRUC_GPU_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(lruc_gpu_model) of the library */
+  int32_t num_kernels;
+  const char *const *kernels; /* the kernels' names in lruc_cuda_source() */
+  /* Device workspace any entry point needs at `batch`. */
+  size_t (*workspace_bytes)(int64_t batch);
+  int (*forward)(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+                 const float *params, const float *state,
+                 const void *const *inputs, float *const *outputs,
+                 char *error, size_t error_size);
+  int (*backward)(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+                  const float *params, const float *state,
+                  const void *const *inputs, const int64_t dropout_key[2],
+                  float *loss, float *grads, char *error, size_t error_size);
+  int (*train_step)(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+                    float *params, float *adam_m, float *adam_v, float *state,
+                    float lr, float step, const void *const *inputs,
+                    const int64_t dropout_key[2], float *const *outputs,
+                    char *error, size_t error_size);
+} lruc_gpu_model;
+
+/* NULL when the library speaks another version of this interface. */
+const lruc_gpu_model *lruc_gpu_model_get(uint32_t abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LRUC_GPU_H */
