@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/BenchSupport.h"
 #include "lruc/cpu/Kernels.h"
 #include "lruc_model.h"
 #include "lruc_profile.h"
@@ -32,23 +33,9 @@
 
 namespace {
 
-double seconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// The median of `runs` timings of `body`.
-template <class F> double median(int runs, F &&body) {
-  std::vector<double> times;
-  for (int i = 0; i < runs; ++i) {
-    double start = seconds();
-    body();
-    times.push_back(seconds() - start);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using lruc::bench::median;
+using lruc::bench::RandomInputs;
+using lruc::bench::seconds;
 
 int usage() {
   std::fprintf(stderr, "usage: lruc-bench-cpu model.so BATCH ITERS\n");
@@ -70,38 +57,6 @@ std::string kindOf(const std::string &op) {
   auto it = kinds.find(op);
   return it != kinds.end() ? it->second : "other (" + op + ")";
 }
-
-/// Random buffers in range for `infos`: tokens and labels 1 (every
-/// vocabulary and class count is at least 2), lengths `steps`, features in
-/// [0, 1); the batch dim is `batch`.
-struct RandomInputs {
-  std::vector<std::vector<float>> floats;
-  std::vector<std::vector<int32_t>> ints;
-  std::vector<const void *> pointers;
-
-  RandomInputs(const lruc_tensor_info *infos, int count, int64_t batch,
-               int64_t steps) {
-    std::mt19937 rng(1);
-    floats.reserve(count);
-    ints.reserve(count);
-    for (int i = 0; i < count; ++i) {
-      const lruc_tensor_info &info = infos[i];
-      int64_t elements = batch;
-      for (int d = 1; d < info.rank; ++d)
-        elements *= info.shape[d];
-      if (info.dtype == LRUC_F32) {
-        floats.emplace_back(elements);
-        for (float &v : floats.back())
-          v = float(rng() % 1000) / 1000.0f;
-        pointers.push_back(floats.back().data());
-      } else {
-        bool lengths = std::strncmp(info.name, "lengths", 7) == 0;
-        ints.emplace_back(elements, lengths ? int32_t(steps) : 1);
-        pointers.push_back(ints.back().data());
-      }
-    }
-  }
-};
 
 struct KindTotal {
   double seconds = 0, bytes = 0, flops = 0;

@@ -1,0 +1,74 @@
+//===- BenchSupport.h - What the benchmarks share ---------------*- C++ -*-===//
+//
+// Timers and random inputs for a model library's entry points, shared by
+// the CPU and GPU benchmarks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_BENCH_BENCHSUPPORT_H
+#define LRUC_BENCH_BENCHSUPPORT_H
+
+#include "lruc_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace lruc::bench {
+
+inline double seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The median of `runs` timings of `body`.
+template <class F> double median(int runs, F &&body) {
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    double start = seconds();
+    body();
+    times.push_back(seconds() - start);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// Random buffers in range for `infos`: tokens and labels 1 (every
+/// vocabulary and class count is at least 2), lengths `steps`, features in
+/// [0, 1); the batch dim is `batch`.
+struct RandomInputs {
+  std::vector<std::vector<float>> floats;
+  std::vector<std::vector<int32_t>> ints;
+  std::vector<const void *> pointers;
+  std::vector<size_t> bytes; ///< of each pointer's array
+
+  RandomInputs(const lruc_tensor_info *infos, int count, int64_t batch,
+               int64_t steps) {
+    std::mt19937 rng(1);
+    floats.reserve(count);
+    ints.reserve(count);
+    for (int i = 0; i < count; ++i) {
+      const lruc_tensor_info &info = infos[i];
+      int64_t elements = batch;
+      for (int d = 1; d < info.rank; ++d)
+        elements *= info.shape[d];
+      if (info.dtype == LRUC_F32) {
+        floats.emplace_back(elements);
+        for (float &v : floats.back())
+          v = float(rng() % 1000) / 1000.0f;
+        pointers.push_back(floats.back().data());
+      } else {
+        bool lengths = std::strncmp(info.name, "lengths", 7) == 0;
+        ints.emplace_back(elements, lengths ? int32_t(steps) : 1);
+        pointers.push_back(ints.back().data());
+      }
+      bytes.push_back(size_t(elements) * 4);
+    }
+  }
+};
+
+} // namespace lruc::bench
+
+#endif // LRUC_BENCH_BENCHSUPPORT_H

@@ -1,0 +1,184 @@
+//===- BenchGpu.cpp - A model library's speed on a GPU --------------------===//
+//
+//   lruc-bench-gpu model.so BATCH ITERS
+//
+// Runs a model library's GPU schedule (lruc_gpu.h) through
+// lruc::cuda::Device on random inputs: train steps per second and the
+// forward's time at BATCH, the device memory the call uses, and, in the
+// same run, the device's copy bandwidth (a device-to-device copy), the
+// limit its elementwise kernels are measured against. Exits 1 with the
+// reason on a machine without a GPU. Written before any GPU was available
+// to this project: the figures in docs/performance.md come from it once
+// one is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/BenchSupport.h"
+#include "lruc/cuda/Device.h"
+#include "lruc_gpu.h"
+#include "lruc_model.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using lruc::bench::RandomInputs;
+using lruc::bench::seconds;
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "lruc-bench-gpu: %s\n", message.c_str());
+  return 1;
+}
+
+/// Device arrays of one run, released at its end.
+struct Arrays {
+  lruc::cuda::Device &device;
+  std::vector<void *> owned;
+  size_t total = 0;
+  ~Arrays() {
+    for (void *p : owned)
+      device.release(p);
+  }
+  void *get(size_t bytes, const void *host = nullptr) {
+    std::string error;
+    void *p = device.allocate(bytes, error);
+    if (!p)
+      throw std::runtime_error(error);
+    owned.push_back(p);
+    total += bytes;
+    if (host && device.ops()->copy(device.ops()->context, p, host, bytes,
+                                   LRUC_COPY_HOST_TO_DEVICE))
+      throw std::runtime_error("copy to the device failed");
+    return p;
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) try {
+  if (argc != 4)
+    return fail("usage: lruc-bench-gpu model.so BATCH ITERS");
+  const int64_t batch = std::atoll(argv[2]);
+  const int iters = std::atoi(argv[3]);
+  if (batch <= 0 || iters <= 0)
+    return fail("BATCH and ITERS must be positive");
+  void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return fail(dlerror());
+  auto getModel = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
+      dlsym(handle, "lruc_model_get"));
+  auto getGpu = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
+      dlsym(handle, "lruc_gpu_model_get"));
+  auto source = reinterpret_cast<const char *(*)()>(
+      dlsym(handle, "lruc_cuda_source"));
+  const lruc_model *m = getModel ? getModel(LRUC_ABI_VERSION) : nullptr;
+  const lruc_gpu_model *g = getGpu ? getGpu(LRUC_GPU_ABI_VERSION) : nullptr;
+  if (!m || !g || !source)
+    return fail(std::string(argv[1]) + " is not an lruc model library with "
+                                       "a GPU schedule of this version");
+
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    return fail(error);
+  double start = seconds();
+  if (!device->loadKernels(source(), g->kernels, g->num_kernels, error))
+    return fail(error);
+  std::printf("device: %s (%s); kernels ready in %.1f s (NVRTC or its "
+              "cache)\n",
+              device->name().c_str(), device->arch().c_str(),
+              seconds() - start);
+
+  std::vector<float> params(m->param_floats), state(m->state_floats + 1);
+  char message[512] = "";
+  if (m->init(1, params.data(), state.data(), message, sizeof message))
+    return fail(message);
+  int64_t steps = 1;
+  for (int i = 0; i < m->num_inputs; ++i)
+    if (m->inputs[i].rank >= 2)
+      steps = m->inputs[i].shape[1];
+  RandomInputs random(m->inputs, m->num_inputs, batch, steps);
+
+  Arrays arrays{*device};
+  const size_t paramBytes = params.size() * 4;
+  auto *dParams = static_cast<float *>(arrays.get(paramBytes, params.data()));
+  auto *dState = static_cast<float *>(arrays.get(state.size() * 4, state.data()));
+  std::vector<float> zeros(params.size(), 0.0f);
+  auto *dM = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
+  auto *dV = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
+  std::vector<const void *> dInputs;
+  for (size_t i = 0; i < random.pointers.size(); ++i)
+    dInputs.push_back(arrays.get(random.bytes[i], random.pointers[i]));
+  std::vector<float *> dOutputs;
+  for (int r = 0; r < m->num_outputs; ++r) {
+    size_t n = 1;
+    for (int d = 0; d < m->outputs[r].rank; ++d)
+      n *= m->outputs[r].shape[d] < 0 ? size_t(batch)
+                                      : size_t(m->outputs[r].shape[d]);
+    dOutputs.push_back(static_cast<float *>(arrays.get(n * 4)));
+  }
+  void *workspace = arrays.get(g->workspace_bytes(batch));
+
+  const lruc_gpu_ops *ops = device->ops();
+  const int64_t key[2] = {1, 0};
+  int step = 0;
+  auto trainStep = [&] {
+    ++step;
+    if (g->train_step(ops, workspace, batch, dParams, dM, dV, dState, 1e-4f,
+                      float(step), dInputs.data(), key, dOutputs.data(),
+                      message, sizeof message))
+      throw std::runtime_error(message);
+  };
+  auto sync = [&] {
+    if (!device->synchronize(error))
+      throw std::runtime_error(error);
+  };
+  trainStep(); // warm up
+  trainStep();
+  sync();
+  start = seconds();
+  for (int i = 0; i < iters; ++i)
+    trainStep();
+  sync();
+  const double stepTime = (seconds() - start) / iters;
+  start = seconds();
+  for (int i = 0; i < iters; ++i)
+    if (g->forward(ops, workspace, batch, dParams, dState, dInputs.data(),
+                   dOutputs.data(), message, sizeof message))
+      return fail(message);
+  sync();
+  const double forwardTime = (seconds() - start) / iters;
+
+  // The device's copy bandwidth: 256 MiB device to device, read + written.
+  const size_t copyBytes = size_t(256) << 20;
+  void *from = arrays.get(copyBytes), *to = arrays.get(copyBytes);
+  ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
+  sync();
+  start = seconds();
+  for (int i = 0; i < 10; ++i)
+    ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
+  sync();
+  const double bandwidth = 2.0 * copyBytes * 10 / (seconds() - start);
+
+  const size_t used = arrays.total - 2 * copyBytes;
+  std::printf("train_step  %9.2f ms  %8.2f steps/s  (batch %lld)\n",
+              stepTime * 1e3, 1 / stepTime, (long long)batch);
+  std::printf("forward     %9.2f ms\n", forwardTime * 1e3);
+  std::printf("device memory %.0f MiB (workspace %.0f MiB, parameters and "
+              "moments %.0f MiB)\n",
+              used / 1048576.0, g->workspace_bytes(batch) / 1048576.0,
+              3.0 * paramBytes / 1048576.0);
+  std::printf("copy bandwidth %.0f GB/s (device to device)\n",
+              bandwidth / 1e9);
+  return 0;
+} catch (const std::exception &e) {
+  return fail(e.what());
+}
