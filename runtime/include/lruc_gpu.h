@@ -69,6 +69,11 @@ typedef struct lruc_gpu_model {
                  const float *params, const float *state,
                  const void *const *inputs, float *const *outputs,
                  char *error, size_t error_size);
+  int (*forward_train)(const lruc_gpu_ops *ops, void *workspace,
+                       int64_t batch, const float *params, const float *state,
+                       const void *const *inputs, const int64_t dropout_key[2],
+                       float *const *outputs, float *new_state, char *error,
+                       size_t error_size);
   int (*backward)(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
                   const float *params, const float *state,
                   const void *const *inputs, const int64_t dropout_key[2],
@@ -78,6 +83,14 @@ typedef struct lruc_gpu_model {
                     float lr, float step, const void *const *inputs,
                     const int64_t dropout_key[2], float *const *outputs,
                     char *error, size_t error_size);
+  /* Step mode, NULL where lruc_model's is (`carry`: device memory of
+   * batch * lruc_model.carry_floats floats). */
+  int (*step_reset)(const lruc_gpu_ops *ops, int64_t batch, float *carry,
+                    char *error, size_t error_size);
+  int (*step)(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+              const float *params, const float *state, float *carry,
+              const void *const *inputs, float *const *outputs, char *error,
+              size_t error_size);
 } lruc_gpu_model;
 
 /* NULL when the library speaks another version of this interface. */

@@ -257,8 +257,8 @@ private:
 };
 
 /// The library's GPU schedule `g` on `ops` against the library's CPU entry
-/// points on the same batch: forward, backward and one train_step from
-/// zero moments. Then a token out of range is reported as the CPU library
+/// points on the same batch: forward, forward_train, backward, one
+/// train_step from zero moments, and three steps of step mode. Then a token out of range is reported as the CPU library
 /// reports it: an error naming the op, not a crash.
 void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
                                  const lruc_gpu_ops &ops, GpuArrays &memory,
@@ -308,6 +308,28 @@ void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
     expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
                cpu[r].size(), 1e-4,
                name + " GPU forward result " + std::to_string(r));
+
+  // forward_train: the outputs and the new running statistics.
+  std::vector<float> cpuNewState(state.size(), NAN);
+  float *dNewState = memory.upload(cpuNewState);
+  cpuPtrs = outputsLike(cpu, gpu);
+  ASSERT_EQ(m.forward_train(batch, params.data(), state.data(),
+                            inputs.pointers.data(), key, cpuPtrs.data(),
+                            cpuNewState.data(), message, sizeof message),
+            0)
+      << message;
+  ASSERT_EQ(g.forward_train(&ops, workspace, batch, dParams, dState,
+                            dInputs.data(), key, gpu.data(), dNewState,
+                            message, sizeof message),
+            0)
+      << message;
+  for (size_t r = 0; r < cpu.size(); ++r)
+    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
+               cpu[r].size(), 1e-4,
+               name + " GPU forward_train result " + std::to_string(r));
+  expectSame(memory.download(dNewState, state.size()).data(),
+             cpuNewState.data(), state.size(), 1e-4,
+             name + " GPU new running statistics");
 
   float cpuLoss = NAN;
   std::vector<float> cpuGrads(m.param_floats, NAN);
@@ -361,6 +383,61 @@ void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
              zeros.size(), 1e-3, name + " GPU adam_v");
   expectSame(memory.download(dState, state.size()).data(), cpuState.data(),
              state.size(), 1e-4, name + " GPU running statistics");
+
+  // Step mode: three steps of the same inputs (tokens 1, features 0.5)
+  // from a reset carry, the predictions after each and the last carry.
+  ASSERT_EQ(g.step == nullptr, m.step == nullptr);
+  ASSERT_EQ(g.step_reset == nullptr, m.step_reset == nullptr);
+  if (m.step) {
+    Buffers stepInputs;
+    stepInputs.floats.reserve(m.num_step_inputs);
+    stepInputs.int32s.reserve(m.num_step_inputs);
+    std::vector<const void *> dStepInputs;
+    for (int i = 0; i < m.num_step_inputs; ++i) {
+      const lruc_tensor_info &info = m.step_inputs[i];
+      size_t n = size_t(batch);
+      for (int32_t d = 1; d < info.rank; ++d)
+        n *= size_t(info.shape[d]);
+      if (info.dtype == LRUC_F32) {
+        stepInputs.floats.emplace_back(n, 0.5f);
+        stepInputs.pointers.push_back(stepInputs.floats.back().data());
+      } else {
+        stepInputs.int32s.emplace_back(n, 1);
+        stepInputs.pointers.push_back(stepInputs.int32s.back().data());
+      }
+      dStepInputs.push_back(memory.upload(stepInputs.pointers.back(), n * 4));
+    }
+    size_t outputs = size_t(batch);
+    for (int32_t d = 1; d < m.step_outputs[0].rank; ++d)
+      outputs *= size_t(m.step_outputs[0].shape[d]);
+    std::vector<float> cpuCarry(size_t(batch) * m.carry_floats, NAN),
+        cpuOut(outputs, NAN);
+    float *dCarry = memory.upload(cpuCarry);
+    float *dOut = memory.upload(cpuOut);
+    // train_step updated dParams and dState: step mode reads the originals.
+    float *dStepParams = memory.upload(params);
+    float *dStepState = memory.upload(state);
+    float *cpuOutPtr = cpuOut.data();
+    ASSERT_EQ(m.step_reset(batch, cpuCarry.data(), message, sizeof message), 0)
+        << message;
+    ASSERT_EQ(g.step_reset(&ops, batch, dCarry, message, sizeof message), 0)
+        << message;
+    for (int t = 0; t < 3; ++t) {
+      ASSERT_EQ(m.step(batch, params.data(), state.data(), cpuCarry.data(),
+                       stepInputs.pointers.data(), &cpuOutPtr, message,
+                       sizeof message),
+                0)
+          << message;
+      ASSERT_EQ(g.step(&ops, workspace, batch, dStepParams, dStepState, dCarry,
+                       dStepInputs.data(), &dOut, message, sizeof message),
+                0)
+          << message;
+      expectSame(memory.download(dOut, outputs).data(), cpuOut.data(),
+                 outputs, 1e-4, name + " GPU step " + std::to_string(t));
+    }
+    expectSame(memory.download(dCarry, cpuCarry.size()).data(),
+               cpuCarry.data(), cpuCarry.size(), 1e-4, name + " GPU carry");
+  }
 
   // A token out of range: reported with the op that met it.
   if (m.num_inputs > 0 && std::string(m.inputs[0].name) == "tokens") {

@@ -34,6 +34,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -962,10 +963,16 @@ void emitArrays(llvm::raw_ostream &os, const Binding &binding) {
 /// The GPU half of the library (runtime/include/lruc_gpu.h): the schedule
 /// of each function's CUDA launches, the entry points (the CPU ones'
 /// bindings, on device pointers) and the kGpuModel table.
+/// The CPU entry points' bindings, which the GPU ones share.
+struct GpuBindings {
+  const Binding &forwardTrain, &backward, &trainStep;
+  const Binding *step;   ///< null without step mode
+  uint64_t carryFloats; ///< per example
+};
+
 LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
                                   const Layout &layout,
-                                  const Binding &backward,
-                                  const Binding &trainStep,
+                                  const GpuBindings &bindings,
                                   llvm::raw_ostream &os) {
   FailureOr<std::vector<std::string>> workspaces = writeGpuSchedule(
       plans,
@@ -998,12 +1005,27 @@ LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
   });
 }
 
+int gpu_forward_train(const lruc_gpu_ops *ops, void *workspace,
+    int64_t batch, const float *params, const float *state,
+    const void *const *inputs, const int64_t dropout_key[2],
+    float *const *outputs, float *new_state, char *error, size_t error_size) {
+)cpp";
+  emitArrays(os, bindings.forwardTrain);
+  os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return gpuCopy(ops, new_state, state, sizeof(float) * )cpp"
+     << layout.stateFloats << R"cpp(,
+                   LRUC_COPY_DEVICE_TO_DEVICE, message) &&
+           gpu_run_forward_train(ops, static_cast<char *>(workspace), batch,
+                                 params, state, args, results, message);
+  });
+}
+
 int gpu_backward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
     const float *params, const float *state, const void *const *inputs,
     const int64_t dropout_key[2], float *loss, float *grads, char *error,
     size_t error_size) {
 )cpp";
-  emitArrays(os, backward);
+  emitArrays(os, bindings.backward);
   os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
     return gpu_run_backward(ops, static_cast<char *>(workspace), batch, params,
                             state, args, results, message);
@@ -1015,20 +1037,47 @@ int gpu_train_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
     float step, const void *const *inputs, const int64_t dropout_key[2],
     float *const *outputs, char *error, size_t error_size) {
 )cpp";
-  emitArrays(os, trainStep);
+  emitArrays(os, bindings.trainStep);
   os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
     return gpu_run_train_step(ops, static_cast<char *>(workspace), batch,
                               params, state, args, results, message);
   });
 }
 
-const lruc_gpu_model kGpuModel = {
-  LRUC_GPU_ABI_VERSION, sizeof(lruc_gpu_model), )cpp"
-     << kernels << R"cpp(, kGpuKernels,
-  gpuWorkspaceBytes, gpu_forward, gpu_backward, gpu_train_step,
-};
+)cpp";
+  if (bindings.step) {
+    os << R"cpp(int gpu_step_reset(const lruc_gpu_ops *ops, int64_t batch, float *carry,
+    char *error, size_t error_size) {
+  return guarded(error, error_size, [&](std::string &message) {
+    const std::vector<float> zeros(size_t(batch) * )cpp"
+       << bindings.carryFloats << R"cpp(, 0.0f);
+    return gpuCopy(ops, carry, zeros.data(), sizeof(float) * zeros.size(),
+                   LRUC_COPY_HOST_TO_DEVICE, message);
+  });
+}
+
+int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
+    const float *params, const float *state, float *carry,
+    const void *const *inputs, float *const *outputs, char *error,
+    size_t error_size) {
+)cpp";
+    emitArrays(os, *bindings.step);
+    os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return gpu_run_step(ops, static_cast<char *>(workspace), batch, params,
+                        state, args, results, message);
+  });
+}
 
 )cpp";
+  }
+  os << "const lruc_gpu_model kGpuModel = {\n"
+        "  LRUC_GPU_ABI_VERSION, sizeof(lruc_gpu_model), "
+     << kernels
+     << ", kGpuKernels,\n"
+        "  gpuWorkspaceBytes, gpu_forward, gpu_forward_train, gpu_backward,\n"
+        "  gpu_train_step, "
+     << (bindings.step ? "gpu_step_reset, gpu_step" : "nullptr, nullptr")
+     << ",\n};\n\n";
   return success();
 }
 
@@ -1223,8 +1272,9 @@ int forward(int64_t batch, const float *params, const float *state,
 )cpp";
 
   // forward_train: the model's outputs, then the new running statistics.
+  Binding trainBinding;
   {
-    Binding binding;
+    Binding &binding = trainBinding;
     for (unsigned i = 0; i + 1 < train.getNumArguments(); ++i)
       binding.args.push_back("inputs[" + std::to_string(i) + "]");
     binding.args.push_back("dropout_key");
@@ -1286,8 +1336,9 @@ int forward(int64_t batch, const float *params, const float *state,
   }
 
   // Step mode: the carries at their offsets, updated in place.
+  std::optional<Binding> stepBinding;
   if (stepLayout) {
-    Binding binding;
+    Binding &binding = stepBinding.emplace();
     unsigned input = 0, carry = 0, output = 0;
     for (unsigned i = 0; i < stepMode.getNumArguments(); ++i)
       binding.args.push_back(
@@ -1359,8 +1410,10 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
     if (failed(plans))
       return failure();
     cudaStream.flush();
-    if (failed(writeGpuEntryPoints(*plans, layout, backwardBinding, *binding,
-                                   os)))
+    GpuBindings bindings{trainBinding, backwardBinding, *binding,
+                         stepBinding ? &*stepBinding : nullptr,
+                         stepLayout ? stepLayout->floats : 0};
+    if (failed(writeGpuEntryPoints(*plans, layout, bindings, os)))
       return failure();
   }
   os << "} // namespace\n\n"
