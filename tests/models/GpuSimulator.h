@@ -94,7 +94,8 @@ private:
                   int32_t kind) {
     if (kind < LRUC_COPY_DEVICE_TO_DEVICE || kind > LRUC_COPY_DEVICE_TO_HOST)
       return 1;
-    std::memmove(dst, src, bytes);
+    if (bytes > 0) // memmove's pointers must be valid even for 0 bytes
+      std::memmove(dst, src, bytes);
     return 0;
   }
 
