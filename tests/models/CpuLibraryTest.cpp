@@ -458,6 +458,21 @@ void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
   }
 }
 
+/// The GPU schedule of the library at `handle` and the CUDA source whose
+/// kernels it launches.
+void gpuHalfOf(void *handle, const lruc_gpu_model *&g, const char *&source) {
+  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
+      dlsym(handle, "lruc_gpu_model_get"));
+  ASSERT_NE(get, nullptr);
+  EXPECT_EQ(get(LRUC_GPU_ABI_VERSION + 1), nullptr);
+  g = get(LRUC_GPU_ABI_VERSION);
+  ASSERT_NE(g, nullptr);
+  auto sourceOf = reinterpret_cast<const char *(*)()>(
+      dlsym(handle, "lruc_cuda_source"));
+  ASSERT_NE(sourceOf, nullptr);
+  source = sourceOf();
+}
+
 /// The GPU schedule of the library at `handle`, run by the simulator on
 /// the CUDA source the library carries (GpuSimulator.h).
 void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
@@ -467,22 +482,18 @@ void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
                                        const std::vector<float> &state,
                                        const std::vector<size_t> &outputSizes,
                                        int64_t batch, const std::string &name) {
-  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
-      dlsym(handle, "lruc_gpu_model_get"));
-  ASSERT_NE(get, nullptr);
-  EXPECT_EQ(get(LRUC_GPU_ABI_VERSION + 1), nullptr);
-  const lruc_gpu_model *g = get(LRUC_GPU_ABI_VERSION);
-  ASSERT_NE(g, nullptr);
-  auto source = reinterpret_cast<const char *(*)()>(
-      dlsym(handle, "lruc_cuda_source"));
-  ASSERT_NE(source, nullptr);
+  const lruc_gpu_model *g = nullptr;
+  const char *source = nullptr;
+  gpuHalfOf(handle, g, source);
+  if (::testing::Test::HasFatalFailure())
+    return;
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-sim", dir));
   llvm::SmallString<128> path(dir);
   llvm::sys::path::append(path, name + ".sim.so");
   lruc::testing::GpuSimulator sim;
   std::string error;
-  bool loaded = sim.load(source(), path.str().str(), error);
+  bool loaded = sim.load(source, path.str().str(), error);
   llvm::sys::fs::remove_directories(dir);
   ASSERT_TRUE(loaded) << error;
   GpuArrays memory(
@@ -737,13 +748,13 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   if (HasFatalFailure())
     return;
   const lruc_model &m = *lib.model;
-  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
-      dlsym(lib.handle, "lruc_gpu_model_get"));
-  ASSERT_NE(get, nullptr);
-  const lruc_gpu_model &g = *get(LRUC_GPU_ABI_VERSION);
-  auto source = reinterpret_cast<const char *(*)()>(
-      dlsym(lib.handle, "lruc_cuda_source"));
-  ASSERT_TRUE(device->loadKernels(source(), g.kernels, g.num_kernels, error))
+  const lruc_gpu_model *gpuModel = nullptr;
+  const char *source = nullptr;
+  gpuHalfOf(lib.handle, gpuModel, source);
+  if (HasFatalFailure())
+    return;
+  const lruc_gpu_model &g = *gpuModel;
+  ASSERT_TRUE(device->loadKernels(source, g.kernels, g.num_kernels, error))
       << error;
 
   std::vector<float> params(m.param_floats), state(m.state_floats);

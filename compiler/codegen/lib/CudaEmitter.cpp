@@ -102,6 +102,14 @@ private:
     os << ") {\n  (void)B; (void)status;\n";
   }
 
+  /// `lruc::gpu::report(status, <op>, <index>, <value>);` in the current
+  /// kernel, which the schedule then names in its messages.
+  std::string report(StringRef index, StringRef value) {
+    current->back().reports = true;
+    return "lruc::gpu::report(status, " + std::to_string(opIndex) + ", " +
+           index.str() + ", " + value.str() + ");\n";
+  }
+
   void gridLoop(StringRef count) {
     os << "  for (int64_t i = lruc::gpu::firstIndex(); i < " << count
        << "; i += lruc::gpu::gridStride()) {\n";
@@ -117,8 +125,7 @@ private:
     }
     os << indent << "int64_t length = " << lengths << "[" << s << "];\n"
        << indent << "if (length < 0 || length > " << steps << ") {\n"
-       << indent << "  lruc::gpu::report(status, " << opIndex << ", " << s
-       << ", length);\n"
+       << indent << "  " << report(s, "length")
        << indent << "  length = 0;\n"
        << indent << "}\n";
   }
@@ -438,7 +445,7 @@ private:
     os << "    const int64_t e = i / " << width << ";\n"
        << "    const int64_t index = in1[e];\n"
        << "    if (index < 0 || index >= " << vocab << ") {\n"
-       << "      lruc::gpu::report(status, " << opIndex << ", e, index);\n"
+       << "      " << report("e", "index")
        << onBad << "      continue;\n    }\n";
   }
 
@@ -495,8 +502,7 @@ private:
     os << "    const float *z = in0 + i * " << classes << ";\n"
        << "    const int64_t label = in1[i];\n"
        << "    if (label < 0 || label >= " << classes << ") {\n"
-       << "      lruc::gpu::report(status, " << opIndex
-       << ", i, label);\n      continue;\n    }\n"
+       << "      " << report("i", "label") << "      continue;\n    }\n"
        << "    int64_t best = 0;\n"
        << "    for (int64_t c = 1; c < " << classes << "; ++c)\n"
        << "      best = z[c] > z[best] ? c : best;\n"
@@ -603,8 +609,8 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
     for (const CudaLaunch &l : plan.launches)
       if (!l.isGemm())
         kernels.push_back(&l);
-  for (auto [k, l] : llvm::enumerate(kernels)) {
-    os << "void sim" << k << "(void **a) {\n  " << l->kernel
+  for (const CudaLaunch *l : kernels) {
+    os << "void sim" << l->index << "(void **a) {\n  " << l->kernel
        << "(*static_cast<int64_t *>(a[0]), "
           "*static_cast<lruc::gpu::Status **>(a[1])";
     for (auto [n, type] : llvm::enumerate(l->parameterTypes))
@@ -612,8 +618,8 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
     os << ");\n}\n";
   }
   os << "void (*const kSimKernels[])(void **) = {";
-  for (size_t k = 0; k < kernels.size(); ++k)
-    os << (k ? ", " : "") << "sim" << k;
+  for (const CudaLaunch *l : kernels)
+    os << (l->index ? ", " : "") << "sim" << l->index;
   os << "};\n} // namespace\n\n"
      << "// Kernel `kernel` (its place in the launch plan, cuBLAS calls not "
         "counted)\n// as `blocks` blocks of `threads`, one thread at a time; "
@@ -653,6 +659,11 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os) {
     if (failed(emitter.emit(func, plans.back().launches)))
       return failure();
   }
+  int32_t kernels = 0;
+  for (CudaFunctionPlan &plan : plans)
+    for (CudaLaunch &launch : plan.launches)
+      if (!launch.isGemm())
+        launch.index = kernels++;
   // The launch plan: what the host schedule runs, in order (a kernel per
   // line: its name, then threads wanted, or blocks for a block reduction,
   // as C++ of B, at kCudaBlockThreads threads a block).

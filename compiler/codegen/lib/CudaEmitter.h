@@ -36,6 +36,11 @@ struct CudaLaunch {
   /// The kernel's arrays after (B, status): inputs, then outputs.
   llvm::SmallVector<mlir::Value> operands;
   std::vector<std::string> parameterTypes; ///< their C++ types
+  /// Its number among the source's kernels (what lruc_gpu_ops::launch
+  /// gets, and the simulator's table), -1 for a GEMM.
+  int32_t index = -1;
+  /// It records bad data in the status block (lruc::gpu::report).
+  bool reports = false;
 
   bool isGemm() const { return kernel == "cublas"; }
 };
@@ -51,7 +56,7 @@ writeCudaSource(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Writes the host schedule of `plans` (runtime/include/lruc_gpu.h):
 /// `bool gpu_run_<function>(ops, workspace, B, params, state, args,
-/// results, error)` for each, kernels numbered in plan order; `paramPointer`
+/// results, error)` for each, each kernel launched by its index; `paramPointer`
 /// names a parameter's device pointer. Returns each function's device
 /// workspace bytes as C++ of `batch`.
 mlir::FailureOr<std::vector<std::string>> writeGpuSchedule(

@@ -17,7 +17,7 @@
 
 #include "lru/LRUOps.h"
 
-#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace lruc::emit;
@@ -43,18 +43,6 @@ int64_t elementBytes(Type type) {
   return element.getIntOrFloatBitWidth() / 8;
 }
 
-/// Ops whose kernels report bad data (lruc::gpu::report), by op index.
-bool reports(Operation *op) {
-  if (auto fused = dyn_cast<lru::FusedOp>(op))
-    return fused.getScan() && fused.getScan().getLengths();
-  if (auto scan = dyn_cast<lru::ScanOp>(op))
-    return bool(scan.getLengths());
-  if (auto shift = dyn_cast<lru::ShiftOp>(op))
-    return bool(shift.getLengths());
-  return isa<lru::GatherOp, lru::ScatterAddOp, lru::LengthMaskOp,
-             lru::SoftmaxCrossEntropyOp, lru::SoftmaxCrossEntropyGradOp>(op);
-}
-
 class ScheduleWriter {
 public:
   ScheduleWriter(const CudaFunctionPlan &plan, const MemoryPlan &memory,
@@ -63,7 +51,7 @@ public:
       : plan(plan), func(plan.func), memory(memory),
         paramPointer(paramPointer), os(os) {}
 
-  LogicalResult write(int32_t &nextKernel) {
+  LogicalResult write() {
     StringRef name = func.getSymName();
     os << "bool gpu_run_" << name
        << "(const lruc_gpu_ops *ops, char *workspace, int64_t B,\n"
@@ -104,7 +92,7 @@ public:
       os << "    void *a[] = {&B, &status";
       for (size_t k = 0; k < launch.operands.size(); ++k)
         os << ", &p" << k;
-      os << "};\n    if (n > 0 && !gpuLaunch(ops, " << nextKernel++ << ", n, "
+      os << "};\n    if (n > 0 && !gpuLaunch(ops, " << launch.index << ", n, "
          << (launch.blockPerOutput ? 1 : 0) << ", a, \"" << launch.kernel
          << "\", error))\n      return false;\n  }\n";
     }
@@ -120,11 +108,15 @@ public:
     // Which op a report names.
     os << "  return gpuCheckStatus(ops, status, \"" << name
        << "\", [](int32_t op) -> const char * {\n    switch (op) {\n";
+    llvm::DenseMap<Operation *, size_t> indexOf;
     for (auto [index, op] : llvm::enumerate(func.getBody().front()))
-      if (reports(&op))
-        os << "    case " << index << ": return \""
-           << op.getName().getStringRef() << " at "
-           << describeLocation(op.getLoc()) << "\";\n";
+      indexOf[&op] = index;
+    llvm::SmallPtrSet<Operation *, 16> named;
+    for (const CudaLaunch &launch : plan.launches)
+      if (launch.reports && named.insert(launch.op).second)
+        os << "    case " << indexOf.lookup(launch.op) << ": return \""
+           << launch.op->getName().getStringRef() << " at "
+           << describeLocation(launch.op->getLoc()) << "\";\n";
     os << "    default: return \"an op\";\n    }\n  }, error);\n}\n\n";
     return success();
   }
@@ -267,13 +259,12 @@ bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
 
 )cpp";
   std::vector<std::string> workspaces;
-  int32_t nextKernel = 0;
   for (const CudaFunctionPlan &plan : plans) {
     FailureOr<MemoryPlan> memory = readMemoryPlan(plan.func);
     if (failed(memory))
       return failure();
     ScheduleWriter writer(plan, *memory, paramPointer, os);
-    if (failed(writer.write(nextKernel)))
+    if (failed(writer.write()))
       return failure();
     workspaces.push_back(writer.workspaceBytes());
   }
