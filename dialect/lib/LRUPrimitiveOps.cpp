@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 using namespace mlir;
 using namespace lru;
@@ -310,6 +311,58 @@ ScanOp FusedOp::getScan() {
   return scans.empty() ? ScanOp() : *scans.begin();
 }
 
+ReduceSumOp FusedOp::getReduction(unsigned index) {
+  auto yield = cast<YieldOp>(getBody().front().getTerminator());
+  return yield.getValues()[index].getDefiningOp<ReduceSumOp>();
+}
+
+bool FusedOp::hasReductions() {
+  return !getBody().front().getOps<ReduceSumOp>().empty();
+}
+
+RankedTensorType FusedOp::getLoopType() {
+  for (unsigned i = 0; i < getNumResults(); ++i)
+    if (!getReduction(i))
+      return tensorType(getResult(i));
+  return tensorType(getReduction(0).getX());
+}
+
+int64_t FusedOp::getRowsPerExample() {
+  ArrayRef<int64_t> rows = getLoopType().getShape().drop_back();
+  if (!rows.empty() && ShapedType::isDynamic(rows.front()))
+    rows = rows.drop_front();
+  int64_t count = 1;
+  for (int64_t d : rows)
+    count *= d;
+  return count;
+}
+
+int64_t FusedOp::getReductionChunkRows() {
+  // A scan group's loop is [B, L, N]: a chunk is one sequence.
+  return getScan() ? getLoopType().getDimSize(1) : kReductionChunkRows;
+}
+
+int64_t FusedOp::getReductionChunksPerExample() {
+  int64_t rows = getReductionChunkRows();
+  return std::max<int64_t>(1, (getRowsPerExample() + rows - 1) / rows);
+}
+
+SmallVector<MatmulOp, 2> FusedOp::getEpilogueMatmuls() {
+  SmallVector<MatmulOp, 2> matmuls;
+  if (!(*this)->hasAttr(kEpilogueAttr))
+    return matmuls;
+  RankedTensorType loop = getLoopType();
+  for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode()) {
+    auto matmul = dyn_cast<MatmulOp>(op);
+    if (!matmul || matmul.getKind() == MatmulKind::tn ||
+        matmul.getType() != loop ||
+        !llvm::is_contained(getInputs(), matmul.getResult()))
+      break;
+    matmuls.insert(matmuls.begin(), matmul);
+  }
+  return matmuls;
+}
+
 /// The body of a region op (lru.fused, lru.multi_tensor) takes one block
 /// argument per input, of its type.
 static LogicalResult verifyBlockArguments(Operation *op, Block &body,
@@ -366,11 +419,38 @@ LogicalResult FusedOp::verify() {
                                 "lengths and constant lambda from the "
                                 "group's inputs");
   }
-  for (Type type : getResultTypes())
-    if (!sameShape(type))
+  for (auto [index, type] : llvm::enumerate(getResultTypes()))
+    if (!getReduction(unsigned(index)) && !sameShape(type))
       return emitOpError("expects inputs and results of one shape (but for "
                          "inputs that only lru.broadcast reads)");
+  if ((*this)->hasAttr(kEpilogueAttr)) {
+    RankedTensorType loop = getLoopType();
+    if (getScan() || loop.getRank() < 2 || !loop.isDynamicDim(0) ||
+        loop.isDynamicDim(loop.getRank() - 1))
+      return emitOpError("as an epilogue has no scan and loops over a "
+                         "batch-sized shape with a static last dim");
+    if (getEpilogueMatmuls().empty())
+      return emitOpError("as an epilogue follows lru.matmul ops (nt or nn, "
+                         "of its loop's type) whose results it reads");
+  }
   for (Operation &op : body.without_terminator()) {
+    if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+      // A sum over every dim but the last, of a value of the loop's shape
+      // whose last dim is static, that only the yield reads.
+      auto x = tensorType(reduce.getX());
+      if (!sameShape(x) || x.getRank() < 2 || x.isDynamicDim(x.getRank() - 1))
+        return op.emitOpError("in an lru.fused group sums a value of the "
+                              "group's shape, of rank >= 2 with a static "
+                              "last dim");
+      if (!llvm::equal(reduce.getDims(), llvm::seq<int64_t>(0, x.getRank() - 1)))
+        return op.emitOpError("in an lru.fused group sums over every dim but "
+                              "the last");
+      if (!llvm::all_of(reduce->getUsers(),
+                        [](Operation *user) { return isa<YieldOp>(user); }))
+        return op.emitOpError("in an lru.fused group is read only by the "
+                              "group's lru.yield");
+      continue;
+    }
     auto constant = dyn_cast<arith::ConstantOp>(op);
     bool splat = constant && isa<SplatElementsAttr>(constant.getValue());
     auto broadcast = dyn_cast<BroadcastOp>(op);
@@ -402,6 +482,8 @@ LogicalResult MultiTensorOp::verify() {
                             "may be there");
     if (group.getScan())
       return op.emitOpError("in an lru.multi_tensor holds a scan");
+    if (group.hasReductions())
+      return op.emitOpError("in an lru.multi_tensor holds a reduction");
     for (Type type : group.getResultTypes())
       if (!cast<RankedTensorType>(type).hasStaticShape())
         return op.emitOpError("in an lru.multi_tensor has a result of "

@@ -411,6 +411,31 @@ TEST_F(CpuKernels, ReduceSum) {
   }
 }
 
+// A fused group's sums are completed by sumPartials: the rows of partial
+// sums added in row order, in double, into the first row; none gives 0.
+TEST(CpuSums, SumPartialsAddsTheRowsInOrderIntoTheFirst) {
+  for (int64_t width : {1, 3, 64, 65, 200}) {
+    for (int64_t chunks : {0, 1, 2, 37}) {
+      SCOPED_TRACE("width " + std::to_string(width) + ", chunks " +
+                   std::to_string(chunks));
+      std::vector<float> rows(size_t(std::max<int64_t>(chunks, 1) * width));
+      std::vector<double> expected(size_t(width), 0.0);
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t j = 0; j < width; ++j) {
+          // Terms that float sums would lose: 1e8 and then small ones.
+          float v = c == 0 ? 1e8f : float(0.25 + 0.001 * double(j % 7));
+          rows[size_t(c * width + j)] = v;
+          expected[size_t(j)] += double(v);
+        }
+      if (chunks == 0)
+        std::fill(rows.begin(), rows.end(), 5.0f); // must become 0
+      lruc::cpu::sumPartials(rows.data(), chunks, width);
+      for (int64_t j = 0; j < width; ++j)
+        EXPECT_EQ(rows[size_t(j)], float(expected[size_t(j)])) << "column " << j;
+    }
+  }
+}
+
 template <class T> void CpuKernels::checkConcat(std::vector<Dims> parts,
                                                int dim) {
   Dims y = parts[0];
@@ -691,6 +716,27 @@ TEST_F(CpuKernels, Matmul) {
       lruc::cpu::matmulTN(a.data(), w.data(), rows, lhs.back(), rhs.back(),
                           out.data());
     expectClose(out, ref);
+    if (kind == "tn")
+      return;
+    // An epilogue's rows of the product, in three ranges (one of a single
+    // row, the sgemv path, one empty), on the calling thread.
+    int64_t width = y.back();
+    std::vector<float> parts(out.size(), -7);
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, rows / 3},
+                          {rows / 3, rows / 3 + 1},
+                          {rows / 3 + 1, rows / 3 + 1},
+                          {rows / 3 + 1, rows}}) {
+      if (r1 > rows)
+        continue;
+      if (kind == "nt")
+        lruc::cpu::matmulNTRows(a.data(), w.data(), r0, r1, rhs[0], rhs[1],
+                                parts.data());
+      else
+        lruc::cpu::matmulNNRows(a.data(), w.data(), r0, r1, rhs[0], rhs[1],
+                                parts.data());
+    }
+    if (rows * width > 0)
+      expectClose(parts, ref);
   };
   check("nt", {2, 3, 7}, {5, 7}, {2, 3, 5});
   check("nt", {4, 33, 65}, {47, 65}, {4, 33, 47});

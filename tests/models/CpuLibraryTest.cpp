@@ -32,6 +32,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 namespace {
 
@@ -624,43 +625,60 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
     expectClose(outputs[r].data(), (*expectedEval)[r].re, 1e-4,
                 c.name + " forward result " + std::to_string(r));
 
-  std::vector<float> newState(m.state_floats);
-  ASSERT_EQ(m.forward_train(kBatch, params.data(), state.data(),
-                            inputs.pointers.data(), key, outputPtrs.data(),
-                            newState.data(), message, sizeof message),
-            0)
-      << message;
-  for (size_t r = 0; r < outputs.size(); ++r)
-    expectClose(outputs[r].data(), (*expectedTrain)[r].re, 1e-4,
-                c.name + " forward_train result " + std::to_string(r));
-  auto updates = train->getAttrOfType<mlir::ArrayAttr>("lru.state_updates");
-  for (auto [i, name] : llvm::enumerate(updates)) {
-    for (int s = 0; s < m.num_state; ++s)
-      if (m.state[s].name == mlir::cast<mlir::StringAttr>(name).str())
-        expectClose(newState.data() + m.state[s].offset,
-                    (*expectedTrain)[outputs.size() + i].re, 1e-4,
-                    c.name + " new " + m.state[s].name);
-  }
-
-  // backward: the loss and every gradient.
+  // forward_train (+ new running statistics) and backward (the loss and
+  // every gradient).
   auto expectedGrads = lruc::interpret(backward, args, *store);
   ASSERT_TRUE(mlir::succeeded(expectedGrads));
-  float loss = 0;
-  std::vector<float> grads(m.param_floats);
-  ASSERT_EQ(m.backward(kBatch, params.data(), state.data(),
-                       inputs.pointers.data(), key, &loss, grads.data(),
-                       message, sizeof message),
-            0)
-      << message;
-  EXPECT_NEAR(loss, (*expectedGrads)[0].re[0],
-              1e-4 * (1 + std::abs((*expectedGrads)[0].re[0])));
   auto names = backward->getAttrOfType<mlir::ArrayAttr>("lru.gradients");
-  for (auto [i, name] : llvm::enumerate(names))
-    for (int p = 0; p < m.num_params; ++p)
-      if (m.params[p].name == mlir::cast<mlir::StringAttr>(name).str())
-        expectClose(grads.data() + m.params[p].offset,
-                    (*expectedGrads)[i + 1].re, 1e-3,
-                    c.name + " gradient of " + m.params[p].name);
+  auto expectTrainAndBackward = [&](const std::string &how) {
+    std::vector<float> newState(m.state_floats);
+    ASSERT_EQ(m.forward_train(kBatch, params.data(), state.data(),
+                              inputs.pointers.data(), key, outputPtrs.data(),
+                              newState.data(), message, sizeof message),
+              0)
+        << message;
+    for (size_t r = 0; r < outputs.size(); ++r)
+      expectClose(outputs[r].data(), (*expectedTrain)[r].re, 1e-4,
+                  c.name + how + " forward_train result " + std::to_string(r));
+    auto updates = train->getAttrOfType<mlir::ArrayAttr>("lru.state_updates");
+    for (auto [i, name] : llvm::enumerate(updates)) {
+      for (int s = 0; s < m.num_state; ++s)
+        if (m.state[s].name == mlir::cast<mlir::StringAttr>(name).str())
+          expectClose(newState.data() + m.state[s].offset,
+                      (*expectedTrain)[outputs.size() + i].re, 1e-4,
+                      c.name + how + " new " + m.state[s].name);
+    }
+    float loss = 0;
+    std::vector<float> grads(m.param_floats);
+    ASSERT_EQ(m.backward(kBatch, params.data(), state.data(),
+                         inputs.pointers.data(), key, &loss, grads.data(),
+                         message, sizeof message),
+              0)
+        << message;
+    EXPECT_NEAR(loss, (*expectedGrads)[0].re[0],
+                1e-4 * (1 + std::abs((*expectedGrads)[0].re[0])))
+        << c.name << how;
+    for (auto [i, name] : llvm::enumerate(names))
+      for (int p = 0; p < m.num_params; ++p)
+        if (m.params[p].name == mlir::cast<mlir::StringAttr>(name).str())
+          expectClose(grads.data() + m.params[p].offset,
+                      (*expectedGrads)[i + 1].re, 1e-3,
+                      c.name + how + " gradient of " + m.params[p].name);
+  };
+  expectTrainAndBackward("");
+  // On one thread the groups that are epilogues of matmuls compute their
+  // rows of the products in their own loop (these small batches have fewer
+  // parts than 4 threads, and then each product is split on its own).
+  auto setThreads = reinterpret_cast<void (*)(int)>(
+      dlsym(lib.handle, "lruc_cpu_set_threads"));
+  ASSERT_NE(setThreads, nullptr);
+  setThreads(1);
+  expectTrainAndBackward(" (1 thread)");
+  const char *threads = std::getenv("LRUC_NUM_THREADS");
+  setThreads(threads ? std::atoi(threads)
+                     : int(std::thread::hardware_concurrency()));
+  if (HasFatalFailure())
+    return;
 
   // train_step: one AdamW step in place. The first step moves each
   // parameter by about lr * sign(g), so parameters are compared to within

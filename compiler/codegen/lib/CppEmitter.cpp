@@ -30,6 +30,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -181,10 +182,19 @@ public:
          << arg.getArgNumber() << "]);\n";
       names[arg] = name;
     }
+    // The matmuls of an epilogue group run in its loop (emitEpilogue) but in
+    // a --profile build, which times each op alone.
+    epilogueMatmuls.clear();
+    if (!profile)
+      for (auto group : func.getBody().front().getOps<lru::FusedOp>())
+        for (lru::MatmulOp matmul : group.getEpilogueMatmuls())
+          epilogueMatmuls.insert(matmul);
     for (Operation &op : func.getBody().front()) {
       for (Value result : op.getResults())
         if (failed(checkType(&op, result)))
           return failure();
+      if (epilogueMatmuls.contains(&op))
+        continue;
       bool timed = profile && !isa<lru::ParamOp, arith::ConstantOp>(op);
       std::string start = "p" + std::to_string(counter++);
       if (timed)
@@ -283,11 +293,16 @@ private:
   struct FusedCall {
     std::string kernel, args, units, grain;
     bool scan = false;
+    /// What completes the group's sums after the loop (their rows of
+    /// partial sums added into the first).
+    std::string finish;
   };
 
   /// An lru.fused group as one loop: splat constants as scalars before it,
   /// each op as a scalar temporary, each yielded value stored.
   LogicalResult emitFused(lru::FusedOp op) {
+    if (!op.getEpilogueMatmuls().empty() && !profile)
+      return emitEpilogue(op);
     FailureOr<FusedCall> call =
         writeFusedKernel(op, [&](Value result) { return define(result); });
     if (failed(call))
@@ -295,8 +310,60 @@ private:
     os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
        << ", [&](int64_t begin, int64_t end) {\n    " << call->kernel << "(B, "
        << (call->scan ? call->kernel + "_block, " : "") << "begin, end"
-       << call->args << ");\n  });\n";
+       << call->args << ");\n  });\n"
+       << call->finish;
     return success();
+  }
+
+  /// A group run as the epilogue of its matmuls (lru.epilogue): each part
+  /// of its loop first computes its rows of the products (OpenBLAS on the
+  /// part's thread), then runs the group on them while they are in cache.
+  LogicalResult emitEpilogue(lru::FusedOp op) {
+    SmallVector<lru::MatmulOp, 2> matmuls = op.getEpilogueMatmuls();
+    for (lru::MatmulOp matmul : matmuls)
+      define(matmul.getResult());
+    FailureOr<FusedCall> call =
+        writeFusedKernel(op, [&](Value result) { return define(result); });
+    if (failed(call))
+      return failure();
+    // With fewer parts than threads (step mode's few rows), each product
+    // is better split across the threads on its own, as without epilogue.
+    os << "  if ((" << call->units << " + " << call->grain << " - 1) / "
+       << call->grain << " >= lruc::cpu::threadCount()) {\n";
+    // A part is a range of rows, or of chunks of rows for a group with sums.
+    const emit::FusedLayout layout = emit::FusedLayout::of(op);
+    std::string r0 = layout.sums ? layout.firstRowOf("begin") : "begin";
+    std::string r1 = layout.sums ? layout.stopRowOf("end - 1") : "end";
+    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
+       << ", [&](int64_t begin, int64_t end) {\n"
+       << "    const int64_t r0 = " << r0 << ", r1 = " << r1 << ";\n";
+    for (lru::MatmulOp matmul : matmuls)
+      os << "    " << matmulCall(matmul, "r0, r1") << "\n";
+    os << "    " << call->kernel << "(B, begin, end" << call->args
+       << ");\n  });\n"
+       << "  } else {\n";
+    for (lru::MatmulOp matmul : matmuls)
+      os << "  " << matmulCall(matmul, "") << "\n";
+    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
+       << ", [&](int64_t begin, int64_t end) {\n"
+       << "    " << call->kernel << "(B, begin, end" << call->args
+       << ");\n  });\n  }\n"
+       << call->finish;
+    return success();
+  }
+
+  /// The call of an `nt` or `nn` matmul's kernel, of all its rows (the
+  /// threads split them), or of `rowRange` ("r0, r1") on the calling thread.
+  std::string matmulCall(lru::MatmulOp o, StringRef rowRange) {
+    auto lhs = tensorType(o.getLhs()), rhs = tensorType(o.getRhs());
+    std::string kind = o.getKind() == lru::MatmulKind::nt ? "NT" : "NN";
+    std::string rows = rowRange.empty()
+                           ? productExpr(lhs.getShape().drop_back())
+                           : rowRange.str();
+    return "lruc::cpu::matmul" + kind + (rowRange.empty() ? "(" : "Rows(") +
+           get(o.getLhs()) + ", " + get(o.getRhs()) + ", " + rows + ", " +
+           dimExpr(rhs.getDimSize(0)) + ", " + dimExpr(rhs.getDimSize(1)) +
+           ", " + get(o.getResult()) + ");";
   }
 
   /// An lru.multi_tensor: its groups' loops as one parallel loop over the
@@ -372,19 +439,49 @@ private:
       }
       element.bindInput(arg, local);
     }
-    SmallVector<std::string> outputs;
+    SmallVector<std::string> outputs, buffers;
     for (Value result : op.getResults()) {
       std::string local = "out" + std::to_string(outputs.size());
       params.push_back(elementType(result.getType()) + " *__restrict " + local);
-      call.args += ", " + output(result);
+      buffers.push_back(output(result));
+      call.args += ", " + buffers.back();
       outputs.push_back(local);
+    }
+    const emit::FusedLayout &layout = element.getLayout();
+    auto shape = op.getLoopType().getShape();
+    // Each sum's accumulators of a chunk, an array over the last dim (a
+    // complex sum as two float arrays, which GCC vectorises), and the
+    // stores of a chunk's row of partial sums.
+    auto sumOf = [](unsigned n, StringRef part) {
+      return "sum" + std::to_string(n) + part.str() + "[j]";
+    };
+    std::string sumDeclarations, sumStores;
+    for (auto [n, result] : llvm::enumerate(op.getResults())) {
+      if (!op.getReduction(unsigned(n)))
+        continue;
+      std::string sum = "sum" + std::to_string(n), out = outputs[n];
+      std::string width = layout.last;
+      if (isComplex(result.getType())) {
+        sumDeclarations += "   float " + sum + "re[" + width + "] = {}, " +
+                           sum + "im[" + width + "] = {};\n";
+        sumStores += "    reinterpret_cast<float *>(" + out +
+                     " + row + j)[0] = " + sum + "re[j];\n" +
+                     "    reinterpret_cast<float *>(" + out +
+                     " + row + j)[1] = " + sum + "im[j];\n";
+        width = "2 * " + width;
+      } else {
+        sumDeclarations +=
+            "   float " + sum + "[" + width + "] = {};\n";
+        sumStores += "    " + out + "[row + j] = " + sum + "[j];\n";
+      }
+      call.finish += "  lruc::cpu::sumPartials(reinterpret_cast<float *>(" +
+                     buffers[n] + "), " + layout.chunks + ", " + width +
+                     ");\n";
     }
     // Nested loops, rows then the last dim, when the last dim is static
     // (emit::FusedLayout). The rows (or the elements) are split across
     // lruc's threads, at least 16K elements a part; a group with a scan
     // runs along the scan's time dim, one sequence a part.
-    const emit::FusedLayout &layout = element.getLayout();
-    auto shape = tensorType(op.getResult(0)).getShape();
     lru::ScanOp scan = layout.scan;
     call.scan = bool(scan);
     std::string lengths;
@@ -403,6 +500,11 @@ private:
                    "_block - 1) / " + kernel + "_block)";
       call.grain = "std::max<int64_t>(1, 16384 / (" +
                    std::to_string(shape[1]) + " * " + kernel + "_block))";
+    } else if (layout.sums) {
+      // Parts are chunks of rows, each summed into its row of partial sums.
+      call.units = layout.chunks;
+      call.grain = std::to_string(std::max<int64_t>(
+          1, 16384 / (op.getReductionChunkRows() * shape.back())));
     } else {
       call.units = layout.nested ? layout.rows : count(op.getResult(0));
       call.grain =
@@ -449,13 +551,21 @@ private:
         k << "   float " << state << "[" << last << "];\n"
           << "   for (int64_t j = j0; j < j1; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
-      k << "   for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
+      k << sumDeclarations
+        << "   for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
         << "    const int64_t t = "
         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
         << ";\n"
         << "    const bool real = t < length;\n"
         << "    const int64_t o = s * " << layout.steps << " + t;\n"
         << "    for (int64_t j = j0; j < j1; ++j) {\n"
+        << "    const int64_t i = o * " << last << " + j;\n";
+    } else if (layout.sums) {
+      k << "  for (int64_t c = begin; c < end; ++c) {\n";
+      layout.writeChunkRows(k, "c", "   ");
+      k << sumDeclarations
+        << "  for (int64_t o = first; o < stop; ++o) {\n"
+        << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else if (layout.nested) {
       k << "  for (int64_t o = begin; o < end; ++o) {\n"
@@ -466,11 +576,24 @@ private:
     }
     if (failed(element.writeElement(
             k, [&](StringRef part) { return state + part.str() + "[j]"; },
-            outputs)))
+            sumOf, outputs)))
       return failure();
-    k << (scan            ? "    }\n   }\n  }\n}\n\n"
-          : layout.nested ? "   }\n  }\n}\n\n"
-                          : "  }\n}\n\n");
+    // A chunk's partial sums go to its row: a scan's chunk is sequence s
+    // (channels j0..j1 of it), another group's is c.
+    if (scan && layout.sums)
+      k << "    }\n   }\n"
+        << "   for (int64_t j = j0; j < j1; ++j) {\n"
+        << "    const int64_t row = s * " << last << ";\n"
+        << sumStores << "   }\n  }\n}\n\n";
+    else if (layout.sums)
+      k << "   }\n  }\n"
+        << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+        << "    const int64_t row = c * " << last << ";\n"
+        << sumStores << "   }\n  }\n}\n\n";
+    else
+      k << (scan            ? "    }\n   }\n  }\n}\n\n"
+            : layout.nested ? "   }\n  }\n}\n\n"
+                            : "  }\n}\n\n");
     return call;
   }
 
@@ -603,26 +726,17 @@ private:
           return success();
         })
         .Case([&](MatmulOp o) {
-          auto lhs = tensorType(o.getLhs()), rhs = tensorType(o.getRhs());
-          std::string rows = productExpr(lhs.getShape().drop_back());
           std::string y = define(o.getResult());
-          switch (o.getKind()) {
-          case MatmulKind::nt:
-            os << "  lruc::cpu::matmulNT(";
-            break;
-          case MatmulKind::nn:
-            os << "  lruc::cpu::matmulNN(";
-            break;
-          case MatmulKind::tn:
-            os << "  lruc::cpu::matmulTN(" << get(o.getLhs()) << ", "
-               << get(o.getRhs()) << ", " << rows << ", "
-               << dimExpr(lhs.getShape().back()) << ", "
-               << dimExpr(rhs.getShape().back()) << ", " << y << ");\n";
+          if (o.getKind() != MatmulKind::tn) {
+            os << "  " << matmulCall(o, "") << "\n";
             return success();
           }
-          os << get(o.getLhs()) << ", " << get(o.getRhs()) << ", " << rows
-             << ", " << dimExpr(rhs.getDimSize(0)) << ", "
-             << dimExpr(rhs.getDimSize(1)) << ", " << y << ");\n";
+          auto lhs = tensorType(o.getLhs()), rhs = tensorType(o.getRhs());
+          os << "  lruc::cpu::matmulTN(" << get(o.getLhs()) << ", "
+             << get(o.getRhs()) << ", "
+             << productExpr(lhs.getShape().drop_back()) << ", "
+             << dimExpr(lhs.getShape().back()) << ", "
+             << dimExpr(rhs.getShape().back()) << ", " << y << ");\n";
           return success();
         })
         .Case([&](GatherOp o) {
@@ -694,6 +808,8 @@ private:
   unsigned counter = 0;
   bool profile;
   std::vector<ProfiledOp> profiled;
+  /// The function's matmuls that run in an epilogue group's loop.
+  llvm::DenseSet<Operation *> epilogueMatmuls;
 };
 
 //===----------------------------------------------------------------------===//
@@ -1458,11 +1574,16 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
   return success();
 }
 
-void buildCpuPipeline(OpPassManager &pm, bool recompute) {
+void buildFusionPipeline(OpPassManager &pm, bool recompute) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   if (recompute)
     pm.addNestedPass<func::FuncOp>(createRecomputePass());
   pm.addNestedPass<func::FuncOp>(createFuseMultiTensorPass());
+  pm.addNestedPass<func::FuncOp>(createFuseGemmEpiloguePass());
+}
+
+void buildCpuPipeline(OpPassManager &pm, bool recompute) {
+  buildFusionPipeline(pm, recompute);
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

@@ -148,12 +148,46 @@ private:
       outputs.push_back("out" + std::to_string(n));
     const FusedLayout &layout = element.getLayout();
     lru::ScanOp scan = layout.scan;
+    // A thread per element, or per (chunk, column) for a group with sums
+    // (a scan group's chunk is its sequence).
     std::string threads =
-        scan ? "B * " + layout.last : countExpr(op.getResult(0));
-    SmallVector<Value> results(op.getResults());
+        scan ? "B * " + layout.last
+        : layout.sums ? "(" + layout.chunks + ") * " + layout.last
+                      : productExpr(op.getLoopType().getShape());
+    SmallVector<Value> results(op.getResults()), sums;
+    // Each sum's accumulator of the thread's column, and its store into the
+    // thread's chunk's row of partial sums.
+    std::string sumDeclarations, sumStores;
+    for (auto [n, result] : llvm::enumerate(op.getResults())) {
+      if (!op.getReduction(unsigned(n)))
+        continue;
+      sums.push_back(result);
+      std::string sum = "sum" + std::to_string(n), out = outputs[n];
+      if (isComplex(result.getType())) {
+        sumDeclarations +=
+            "  float " + sum + "re = 0.0f, " + sum + "im = 0.0f;\n";
+        sumStores += "  " + out + "[row + j] = cfloat(" + sum + "re, " + sum +
+                     "im);\n";
+      } else {
+        sumDeclarations += "  float " + sum + " = 0.0f;\n";
+        sumStores += "  " + out + "[row + j] = " + sum + ";\n";
+      }
+    }
+    auto sumOf = [](unsigned n, StringRef part) {
+      return "sum" + std::to_string(n) + part.str();
+    };
     begin(op, scan ? "_scan" : "", threads, inputs, results);
     element.writeConstants(os);
-    if (scan) {
+    if (layout.sums && !scan) {
+      os << "  const int64_t u = lruc::gpu::firstIndex();\n"
+         << "  if (u >= " << threads << ")\n    return;\n"
+         << "  const int64_t c = u / " << layout.last << ", j = u % "
+         << layout.last << ";\n";
+      layout.writeChunkRows(os, "c", "  ");
+      os << sumDeclarations
+         << "  for (int64_t o = first; o < stop; ++o) {\n"
+         << "    const int64_t i = o * " << layout.last << " + j;\n";
+    } else if (scan) {
       // A thread per (sequence, channel) keeps its state in registers
       // across the time loop; the threads of a warp read neighbouring
       // channels of each step.
@@ -173,7 +207,8 @@ private:
            << "), stateim = lruc::gpu::imag(" << initValue << ");\n";
       else
         os << "  float state = " << initValue << ";\n";
-      os << "  for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
+      os << sumDeclarations
+         << "  for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
          << "    const int64_t t = "
          << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
          << ";\n"
@@ -187,9 +222,38 @@ private:
            << layout.last << ";\n    (void)o; (void)j;\n";
     }
     if (failed(element.writeElement(
-            os, [](StringRef part) { return "state" + part.str(); }, outputs)))
+            os, [](StringRef part) { return "state" + part.str(); }, sumOf,
+            outputs)))
       return failure();
-    os << "  }\n}\n\n";
+    os << "  }\n";
+    if (!layout.sums) {
+      os << "}\n\n";
+      return success();
+    }
+    os << "  const int64_t row = " << (scan ? "s" : "c") << " * "
+       << layout.last << ";\n"
+       << sumStores << "}\n\n";
+    // Then a thread per column adds the rows of partial sums, in order,
+    // into the first.
+    begin(op, "_sums", layout.last, {}, sums);
+    os << "  const int64_t j = lruc::gpu::firstIndex();\n"
+       << "  if (j >= " << layout.last << ")\n    return;\n";
+    for (auto [n, sum] : llvm::enumerate(sums)) {
+      std::string out = "out" + std::to_string(n);
+      bool complex = isComplex(sum.getType());
+      os << "  {\n    double re = 0.0" << (complex ? ", im = 0.0" : "")
+         << ";\n"
+         << "    for (int64_t c = 0; c < " << layout.chunks << "; ++c) {\n"
+         << "      re += lruc::gpu::real(" << out << "[c * " << layout.last
+         << " + j]);\n"
+         << (complex ? "      im += lruc::gpu::imag(" + out + "[c * " +
+                           layout.last + " + j]);\n"
+                     : "")
+         << "    }\n    " << out << "[j] = "
+         << (complex ? "cfloat(float(re), float(im))" : "float(re)")
+         << ";\n  }\n";
+    }
+    os << "}\n\n";
     return success();
   }
 
@@ -232,9 +296,10 @@ private:
       SmallVector<std::string> outputs;
       for (Value result : group.getResults())
         outputs.push_back(outputOf.lookup(result));
+      // No sums here (the verifier): nothing names an accumulator.
       if (failed(element->writeElement(
               os, [](StringRef part) { return "state" + part.str(); },
-              outputs)))
+              [](unsigned, StringRef) { return std::string(); }, outputs)))
         return failure();
       os << "    }\n";
     }

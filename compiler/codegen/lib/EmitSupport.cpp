@@ -128,7 +128,7 @@ std::optional<std::string> scalarTemplate(Operation *op, StringRef math) {
 
 FusedLayout FusedLayout::of(lru::FusedOp op) {
   FusedLayout layout;
-  auto shape = tensorType(op.getResult(0)).getShape();
+  auto shape = op.getLoopType().getShape();
   layout.nested = shape.size() >= 2 && !ShapedType::isDynamic(shape.back());
   if (layout.nested) {
     layout.last = dimExpr(shape.back());
@@ -137,7 +137,39 @@ FusedLayout FusedLayout::of(lru::FusedOp op) {
   layout.scan = op.getScan();
   if (layout.scan)
     layout.steps = dimExpr(shape[1]);
+  layout.sums = op.hasReductions();
+  if (layout.sums) {
+    layout.chunkRows = op.getReductionChunkRows();
+    layout.chunksPerExample = op.getReductionChunksPerExample();
+    layout.rowsPerExample = op.getRowsPerExample();
+    layout.chunks = std::to_string(layout.chunksPerExample);
+    if (ShapedType::isDynamic(shape.front()))
+      layout.chunks = "B * " + layout.chunks;
+  }
   return layout;
+}
+
+std::string FusedLayout::firstRowOf(StringRef c) const {
+  // Chunks never cross an example: chunk c is the (c % per)-th of example
+  // c / per.
+  std::string per = std::to_string(chunksPerExample);
+  return "(" + c.str() + ") / " + per + " * " + std::to_string(rowsPerExample) +
+         " + (" + c.str() + ") % " + per + " * " + std::to_string(chunkRows);
+}
+
+std::string FusedLayout::stopRowOf(StringRef c) const {
+  std::string per = std::to_string(chunksPerExample),
+              rows = std::to_string(rowsPerExample),
+              end = "((" + c.str() + ") % " + per + " + 1) * " +
+                    std::to_string(chunkRows);
+  return "(" + c.str() + ") / " + per + " * " + rows + " + (" + end + " < " +
+         rows + " ? " + end + " : " + rows + ")";
+}
+
+void FusedLayout::writeChunkRows(llvm::raw_ostream &k, StringRef c,
+                                 StringRef indent) const {
+  k << indent << "const int64_t first = " << firstRowOf(c) << ";\n"
+    << indent << "const int64_t stop = " << stopRowOf(c) << ";\n";
 }
 
 FusedBody::FusedBody(lru::FusedOp op, StringRef math, unsigned &counter,
@@ -162,16 +194,20 @@ void FusedBody::writeConstants(llvm::raw_ostream &k) {
   }
 }
 
-LogicalResult
-FusedBody::writeElement(llvm::raw_ostream &k,
-                        llvm::function_ref<std::string(StringRef)> stateOf,
-                        ArrayRef<std::string> outputs) {
+LogicalResult FusedBody::writeElement(
+    llvm::raw_ostream &k, llvm::function_ref<std::string(StringRef)> stateOf,
+    llvm::function_ref<std::string(unsigned, StringRef)> sumOf,
+    ArrayRef<std::string> outputs) {
   Block &body = op.getBody().front();
-  auto shape = tensorType(op.getResult(0)).getShape();
+  auto shape = op.getLoopType().getShape();
   lru::ScanOp scan = layout.scan;
   for (Operation &inner : body.without_terminator()) {
     if (isa<arith::ConstantOp>(inner))
       continue;
+    if (auto reduce = dyn_cast<lru::ReduceSumOp>(inner)) {
+      scalars[reduce.getResult()] = scalars.lookup(reduce.getX());
+      continue; // added to its accumulator below
+    }
     if (auto broadcast = dyn_cast<lru::BroadcastOp>(inner)) {
       // A contiguous broadcast reads its input at (i / inner) % count.
       std::string name = "t" + std::to_string(counter++);
@@ -239,8 +275,18 @@ FusedBody::writeElement(llvm::raw_ostream &k,
     scalars[inner.getResult(0)] = name;
   }
   auto yield = cast<lru::YieldOp>(body.getTerminator());
-  for (auto [out, value] : llvm::zip(outputs, yield.getValues())) {
+  for (auto [n, out, value] :
+       llvm::enumerate(outputs, yield.getValues())) {
     std::string v = scalars.lookup(value);
+    if (value.getDefiningOp<lru::ReduceSumOp>()) {
+      unsigned output = unsigned(n);
+      if (isComplex(value.getType()))
+        k << "    " << sumOf(output, "re") << " += " << v << ".real();\n"
+          << "    " << sumOf(output, "im") << " += " << v << ".imag();\n";
+      else
+        k << "    " << sumOf(output, "") << " += " << v << ";\n";
+      continue;
+    }
     if (complexStores == ComplexStores::Parts && isComplex(value.getType()))
       k << "    reinterpret_cast<float *>(" << out << " + i)[0] = " << v
         << ".real();\n"

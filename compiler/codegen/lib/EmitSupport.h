@@ -66,8 +66,24 @@ struct FusedLayout {
   /// sequence `s` and channel `j` ([B, L, N], L and N static).
   ::lru::ScanOp scan;
   std::string steps; ///< the scan's L
+  /// The group's sums (lru::FusedOp::hasReductions): its rows run in
+  /// chunks, each chunk summed into its row of each sum's buffer, the rows
+  /// then added into the first (lruc::cpu::sumPartials, or a kernel).
+  bool sums = false;
+  std::string chunks; ///< the number of chunks, C++ of B
 
   static FusedLayout of(::lru::FusedOp op);
+
+  /// The first row of chunk `c` and the row after its last, as C++ (not
+  /// for a scan group, whose chunk is its sequence).
+  std::string firstRowOf(llvm::StringRef c) const;
+  std::string stopRowOf(llvm::StringRef c) const;
+  /// `const int64_t first = ...; const int64_t stop = ...;` for chunk `c`.
+  void writeChunkRows(llvm::raw_ostream &k, llvm::StringRef c,
+                      llvm::StringRef indent) const;
+
+private:
+  int64_t chunkRows = 0, chunksPerExample = 0, rowsPerExample = 0;
 };
 
 /// The statements that compute one element of an lru.fused group and store
@@ -75,7 +91,9 @@ struct FusedLayout {
 /// defines `i` (the flat index) and, for a nested group, `o` (the row) and
 /// `j` (the index in the last dim); for a scan also `t` (the time step) and
 /// `real` (t is within the sequence), and the channel's state, named by
-/// `stateOf(part)` with part "re", "im" (complex) or "" (real).
+/// `stateOf(part)` with part "re", "im" (complex) or "" (real); for a group
+/// with sums, each sum's accumulator of the element's column, named by
+/// `sumOf(output, part)`.
 class FusedBody {
 public:
   /// How a complex result is written: whole (`out[i] = v`), or as its two
@@ -94,10 +112,11 @@ public:
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);
   /// One element; `outputs` are the arrays of the group's results.
-  mlir::LogicalResult
-  writeElement(llvm::raw_ostream &k,
-               llvm::function_ref<std::string(llvm::StringRef)> stateOf,
-               llvm::ArrayRef<std::string> outputs);
+  mlir::LogicalResult writeElement(
+      llvm::raw_ostream &k,
+      llvm::function_ref<std::string(llvm::StringRef)> stateOf,
+      llvm::function_ref<std::string(unsigned, llvm::StringRef)> sumOf,
+      llvm::ArrayRef<std::string> outputs);
 
 private:
   ::lru::FusedOp op;

@@ -299,10 +299,8 @@ int main(int argc, char **argv) {
     }
     if (planned || (printStats && recompute))
       lruc::buildCpuPipeline(pm, recompute);
-    else if (fused) {
-      pm.addNestedPass<mlir::func::FuncOp>(lruc::createFuseElementwisePass());
-      pm.addNestedPass<mlir::func::FuncOp>(lruc::createFuseMultiTensorPass());
-    }
+    else if (fused)
+      lruc::buildFusionPipeline(pm);
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

@@ -8,7 +8,10 @@
 // members, and nothing between its first and last member reads its values, so
 // that place dominates every outside use. A later op of the group's shape that
 // reads it may still join when everything it reads is ready at that place. A
-// scan joins like an elementwise op, one scan a group.
+// scan joins like an elementwise op, one scan a group. A sum over every dim
+// but the last joins the group of the value it sums (BatchNorm's
+// statistics, a bias's gradient), and nothing joins the group a value reads
+// one of its sums from.
 //
 // Before grouping, scans that read one lru.complex (the two scans of a
 // bidirectional block) get a copy each: joining two floats costs nothing in a loop, while sharing it would
@@ -26,6 +29,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace lruc {
@@ -59,8 +63,23 @@ bool isFusible(Operation *op) {
          isa<RankedTensorType>(op->getResult(0).getType());
 }
 
+/// A sum over every dim but a static last one (lru::FusedOp): it joins the
+/// group of the value it sums, as one of that group's results.
+bool isFusibleReduction(Operation *op) {
+  auto reduce = dyn_cast<lru::ReduceSumOp>(op);
+  if (!reduce)
+    return false;
+  auto x = cast<RankedTensorType>(reduce.getX().getType());
+  return x.getRank() >= 2 && !x.isDynamicDim(x.getRank() - 1) &&
+         llvm::equal(reduce.getDims(), llvm::seq<int64_t>(0, x.getRank() - 1));
+}
+
+/// The shape of the loop `op` is part of: its result's, or for a sum the
+/// summed value's.
 ArrayRef<int64_t> shapeOf(Operation *op) {
-  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  Value loopValue = isa<lru::ReduceSumOp>(op) ? op->getOperand(0)
+                                              : op->getResult(0);
+  return cast<RankedTensorType>(loopValue.getType()).getShape();
 }
 
 /// A splat constant, which a group copies instead of reading from memory.
@@ -140,11 +159,21 @@ std::vector<Group> formGroups(Block &block) {
   // the op must be available there), e.g. lru.im of a scan after a matmul
   // read the group's lru.re.
   DenseMap<Value, size_t> closedValues;
+  // The sums a group computes, by the shape of its open group or the index
+  // of its closed one: nothing may join the group that computes a sum it
+  // reads (the sum is only ready once the whole loop has run).
+  DenseMap<Value, ArrayRef<int64_t>> openSums;
+  DenseMap<Value, size_t> closedSums;
   auto close = [&](ArrayRef<int64_t> shape) {
     auto it = open.find(shape);
     for (Operation *op : it->second) {
-      openValues.erase(op->getResult(0));
-      closedValues[op->getResult(0)] = closed.size();
+      Value v = op->getResult(0);
+      if (openSums.erase(v)) {
+        closedSums[v] = closed.size();
+        continue;
+      }
+      openValues.erase(v);
+      closedValues[v] = closed.size();
     }
     Operation *anchor = it->second.back();
     closed.push_back({std::move(it->second), anchor});
@@ -154,6 +183,11 @@ std::vector<Group> formGroups(Block &block) {
     Operation *anchor = closed[group].anchor;
     if (isa<BlockArgument>(v) || isSplatConstant(v))
       return true;
+    if (auto it = closedSums.find(v); it != closedSums.end())
+      return it->second != group &&
+             closed[it->second].anchor->isBeforeInBlock(anchor);
+    if (openSums.count(v))
+      return false;
     if (auto it = closedValues.find(v); it != closedValues.end())
       return it->second == group ||
              closed[it->second].anchor->isBeforeInBlock(anchor);
@@ -182,15 +216,33 @@ std::vector<Group> formGroups(Block &block) {
     return std::nullopt;
   };
   for (Operation &op : block) {
+    // A sum joins the group of what it sums, open or closed (built at its
+    // anchor, before the sum's readers).
+    if (isFusibleReduction(&op)) {
+      Value x = op.getOperand(0);
+      if (auto it = openValues.find(x); it != openValues.end()) {
+        open[it->second].push_back(&op);
+        openSums[op.getResult(0)] = it->second;
+        continue;
+      }
+      if (auto it = closedValues.find(x); it != closedValues.end()) {
+        closed[it->second].members.push_back(&op);
+        closedSums[op.getResult(0)] = it->second;
+        continue;
+      }
+    }
     bool fusible = isFusible(&op);
     // Close the groups this op reads (for a member, those of other shapes:
     // a broadcast reads a smaller group, which must be built first).
     SmallVector<ArrayRef<int64_t>> readShapes;
     op.walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
+      for (Value operand : nested->getOperands()) {
         if (auto it = openValues.find(operand); it != openValues.end())
           if (!fusible || it->second != shapeOf(&op))
             readShapes.push_back(it->second);
+        if (auto it = openSums.find(operand); it != openSums.end())
+          readShapes.push_back(it->second);
+      }
     });
     for (ArrayRef<int64_t> shape : readShapes)
       if (open.count(shape))

@@ -26,10 +26,10 @@ using namespace mlir;
 
 namespace {
 
-/// A group without a scan, of static shape, whose results only a return
-/// reads.
+/// A group without a scan or a sum (each needs its own loop structure), of
+/// static shape, whose results only a return reads.
 bool isReturnedGroup(lru::FusedOp group) {
-  if (group.getScan())
+  if (group.getScan() || group.hasReductions())
     return false;
   return llvm::all_of(group.getResults(), [](Value result) {
     return cast<RankedTensorType>(result.getType()).hasStaticShape() &&

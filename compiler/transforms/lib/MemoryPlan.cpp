@@ -33,10 +33,21 @@ int64_t elementBytes(Type element) {
   return int64_t(element.getIntOrFloatBitWidth() / 8);
 }
 
-/// The aligned size of `v`'s buffer.
+/// The aligned size of `v`'s buffer: its tensor's, or for a group's sum
+/// every chunk's row of partial sums (lru::FusedOp).
 ByteSize sizeOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   int64_t bytes = elementBytes(type.getElementType());
+  if (auto group = v.getDefiningOp<lru::FusedOp>())
+    if (group.getReduction(cast<OpResult>(v).getResultNumber())) {
+      int64_t row = bytes * type.getNumElements();
+      int64_t rows = group.getReductionChunksPerExample();
+      // A batch-sized loop has `rows` chunks an example, and the row of
+      // totals even when B is 0.
+      if (group.getLoopType().isDynamicDim(0))
+        return ByteSize{alignUp(rows * row), alignUp(row)};
+      return ByteSize{0, alignUp(rows * row)};
+    }
   bool perExample = false;
   for (int64_t d : type.getShape()) {
     if (ShapedType::isDynamic(d))
@@ -72,6 +83,19 @@ MemoryPlan planMemory(func::FuncOp func) {
           last = std::max(last, position[body.findAncestorOpInBlock(*user)]);
         lastUse[result] = last;
       }
+
+  // A group run as the epilogue of its matmuls (lru.epilogue) may compute
+  // one part of its rows while another part's products are still being
+  // computed: the matmuls' operands stay alive until the group, so that
+  // nothing the group writes lands on them.
+  llvm::DenseMap<Operation *, SmallVector<Value>> heldUntil;
+  for (auto group : body.getOps<lru::FusedOp>())
+    for (lru::MatmulOp matmul : group.getEpilogueMatmuls())
+      for (Value operand : matmul->getOperands())
+        if (auto it = lastUse.find(operand); it != lastUse.end()) {
+          it->second = std::max(it->second, position[group]);
+          heldUntil[group].push_back(operand);
+        }
 
   std::vector<unsigned> freeSlots;
   auto kindOf = [](ByteSize s) { return s.perExample > 0; };
@@ -124,6 +148,8 @@ MemoryPlan planMemory(func::FuncOp func) {
       for (Value operand : nested->getOperands())
         release(operand);
     });
+    for (Value held : heldUntil.lookup(&op))
+      release(held);
     for (Value result : op.getResults())
       release(result);
   }

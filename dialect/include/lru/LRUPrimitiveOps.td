@@ -336,6 +336,24 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     along the scan's time dim, the scan's producers and consumers computed
     at each step.
 
+    A group may also sum values of its shape over every dim but the last
+    (`lru.reduce_sum ... dims [0, ..., rank-2]`, yielded and read by nothing
+    else in the group): BatchNorm's statistics, a bias's or a gate's
+    gradient, summed as the loop computes them instead of stored and read
+    back. A backend cuts the loop's rows into chunks that never cross an
+    example (`kReductionChunkRows` rows; a scan group's chunk is a whole
+    sequence), sums each chunk into one row of partial sums, then the rows
+    in chunk order: the sum does not depend on how the chunks are spread
+    over threads. Such a result's buffer holds every chunk's row
+    (`getReductionChunksPerExample`), the total in the first.
+
+    A batch-sized group without a scan may be the epilogue of the matmuls
+    that compute its inputs (`lru.epilogue`, set by
+    `-lru-fuse-gemm-epilogue`): those `lru.matmul` ops (`nt` or `nn`, of the
+    group's loop type) stand just before it, and a backend may run each
+    part of the group's rows right after computing those rows of the
+    matmuls, while they are in cache. It means the same either way.
+
     ```mlir
     %y = lru.fused (%a, %b) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
     ^bb0(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>):
@@ -355,6 +373,29 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
   let extraClassDeclaration = [{
     /// The group's scan (at most one), or null.
     ScanOp getScan();
+    /// The shape the group loops over: that of its values but the sums.
+    ::mlir::RankedTensorType getLoopType();
+    /// The lru.reduce_sum yielded as result `index`, or null.
+    ReduceSumOp getReduction(unsigned index);
+    bool hasReductions();
+    /// Rows a chunk of a reduction sums, but in a scan group.
+    static constexpr int64_t kReductionChunkRows = 64;
+    /// A chunk's rows: a sequence (L) in a scan group, else
+    /// kReductionChunkRows.
+    int64_t getReductionChunkRows();
+    /// Rows of one example (the leading dynamic dim's), or of the whole
+    /// loop when its shape is static.
+    int64_t getRowsPerExample();
+    /// Chunks, each a row of partial sums, per example (per loop when the
+    /// shape is static).
+    int64_t getReductionChunksPerExample();
+    /// Marks a group that runs as the epilogue of the matmuls just before
+    /// it (-lru-fuse-gemm-epilogue).
+    static constexpr ::llvm::StringLiteral kEpilogueAttr = "lru.epilogue";
+    /// An epilogue's matmuls, in order: the run of lru.matmul ops (nt or
+    /// nn, of the loop's type) just before it whose results it reads (none
+    /// without kEpilogueAttr).
+    ::llvm::SmallVector<MatmulOp, 2> getEpilogueMatmuls();
   }];
   let hasVerifier = 1;
 }

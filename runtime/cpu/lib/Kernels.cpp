@@ -400,9 +400,42 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
 
 namespace {
 
-/// C[m, n] = op(A) op(B) with op(A) [m, k], row-major, through OpenBLAS.
-/// BLAS rejects a leading dimension of 0 and does nothing for k = 0, so
-/// empty products are handled here.
+/// Rows [m0, m1) and columns [n0, n1) of C[m, n] = op(A) op(B), op(A)
+/// [m, k], row-major, through OpenBLAS on the calling thread; k > 0.
+void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              const float *a, const float *b, float *c, int64_t m0,
+              int64_t m1, int64_t n0, int64_t n1) {
+  blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
+  constexpr int64_t kVectorRows = 8;
+  const float *rows = transA ? a + m0 : a + m0 * k;
+  const float *columns = transB ? b + n0 * k : b + n0;
+  if (m1 - m0 <= kVectorRows) {
+    // Products with a few vectors: sgemv reads B as it is, where
+    // OpenBLAS's sgemm first copies it into its packed layout (more than
+    // twice the traffic, and reading B is the bound here). B is taken in
+    // blocks of columns of ~128 KiB, which stay in cache across the rows.
+    int64_t block = std::max<int64_t>(16, (int64_t(1) << 15) / k);
+    for (int64_t b0 = n0; b0 < n1; b0 += block) {
+      int64_t b1 = std::min(n1, b0 + block);
+      const float *weights = transB ? b + b0 * k : b + b0;
+      for (int64_t r = m0; r < m1; ++r)
+        cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans,
+                    transB ? blasint(b1 - b0) : blasint(k),
+                    transB ? blasint(k) : blasint(b1 - b0), 1.0f, weights,
+                    ldb, transA ? a + r : a + r * k, transA ? lda : 1, 0.0f,
+                    c + r * n + b0, 1);
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
+              blasint(n1 - n0), blasint(k), 1.0f, rows, lda, columns, ldb,
+              0.0f, c + m0 * n + n0, blasint(n));
+}
+
+/// C[m, n] = op(A) op(B), split across lruc's threads. BLAS rejects a
+/// leading dimension of 0 and does nothing for k = 0, so empty products
+/// are handled here.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, const float *b, float *c) {
   if (m == 0 || n == 0)
@@ -411,33 +444,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     std::fill(c, c + m * n, 0.0f);
     return;
   }
-  blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
-  constexpr int64_t kVectorRows = 8;
   auto part = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    const float *rows = transA ? a + m0 : a + m0 * k;
-    const float *columns = transB ? b + n0 * k : b + n0;
-    if (m1 - m0 <= kVectorRows) {
-      // Products with a few vectors: sgemv reads B as it is, where
-      // OpenBLAS's sgemm first copies it into its packed layout (more than
-      // twice the traffic, and reading B is the bound here). B is taken in
-      // blocks of columns of ~128 KiB, which stay in cache across the rows.
-      int64_t block = std::max<int64_t>(16, (int64_t(1) << 15) / k);
-      for (int64_t b0 = n0; b0 < n1; b0 += block) {
-        int64_t b1 = std::min(n1, b0 + block);
-        const float *weights = transB ? b + b0 * k : b + b0;
-        for (int64_t r = m0; r < m1; ++r)
-          cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans,
-                      transB ? blasint(b1 - b0) : blasint(k),
-                      transB ? blasint(k) : blasint(b1 - b0), 1.0f, weights,
-                      ldb, transA ? a + r : a + r * k, transA ? lda : 1, 0.0f,
-                      c + r * n + b0, 1);
-      }
-      return;
-    }
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
-                blasint(n1 - n0), blasint(k), 1.0f, rows, lda, columns, ldb,
-                0.0f, c + m0 * n + n0, blasint(n));
+    gemmPart(transA, transB, m, n, k, a, b, c, m0, m1, n0, n1);
   };
   // Rows of C in parallel, each part one sgemm on OpenBLAS's calling
   // thread, of at least ~4 MFLOP (2^21 multiply-adds). With too few rows to
@@ -473,6 +481,29 @@ void matmulNN(const float *x, const float *w, int64_t rows, int64_t n,
 void matmulTN(const float *x, const float *z, int64_t rows, int64_t n,
               int64_t k, float *y) {
   gemm(true, false, n, k, rows, x, z, y);
+}
+
+/// Rows [row0, row1) of an untransposed A's product, on this thread.
+static void gemmRows(bool transB, int64_t row0, int64_t row1, int64_t n,
+                     int64_t k, const float *a, const float *b, float *c) {
+  if (row1 <= row0 || n == 0)
+    return;
+  if (k == 0) {
+    std::fill(c + row0 * n, c + row1 * n, 0.0f);
+    return;
+  }
+  // m only sets A's leading dimension when A is transposed: not here.
+  gemmPart(false, transB, row1, n, k, a, b, c, row0, row1, 0, n);
+}
+
+void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
+                  int64_t n, int64_t k, float *y) {
+  gemmRows(true, row0, row1, n, k, x, w, y);
+}
+
+void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
+                  int64_t n, int64_t k, float *y) {
+  gemmRows(false, row0, row1, k, n, x, w, y);
 }
 
 bool gather(const float *table, int64_t vocab, int64_t width,
@@ -728,6 +759,23 @@ WorkspaceLease::~WorkspaceLease() {
 //===----------------------------------------------------------------------===//
 // Instantiations
 //===----------------------------------------------------------------------===//
+
+void sumPartials(float *rows, int64_t chunks, int64_t width) {
+  // Columns in blocks whose accumulators stay in registers; a block's rows
+  // are read in order, each once.
+  constexpr int64_t kBlock = 64;
+  for (int64_t j0 = 0; j0 < width; j0 += kBlock) {
+    const int64_t n = std::min(kBlock, width - j0);
+    double total[kBlock] = {};
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float *row = rows + c * width + j0;
+      for (int64_t j = 0; j < n; ++j)
+        total[j] += row[j];
+    }
+    for (int64_t j = 0; j < n; ++j)
+      rows[j0 + j] = float(total[j]);
+  }
+}
 
 #define LRUC_INSTANTIATE(T)                                                    \
   template void broadcast<T>(const T *, const Shape &, const int64_t *, T *,   \

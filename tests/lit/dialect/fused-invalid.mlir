@@ -122,3 +122,90 @@ func.func @multi_tensor_yield(%a: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func @sum_keeps_middle(%a: tensor<?x5x4xf32>) -> tensor<?x4xf32> {
+  %r = lru.fused(%a) : (tensor<?x5x4xf32>) -> tensor<?x4xf32> {
+  ^bb0(%x: tensor<?x5x4xf32>):
+    %e = lru.exp %x : tensor<?x5x4xf32>
+    // expected-error @+1 {{in an lru.fused group sums over every dim but the last}}
+    %s = lru.reduce_sum %e dims [1] : tensor<?x5x4xf32> -> tensor<?x4xf32>
+    lru.yield %s : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @sum_read_in_group(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %r = lru.fused(%a) : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+  ^bb0(%x: tensor<?x4xf32>):
+    // expected-error @+1 {{in an lru.fused group is read only by the group's lru.yield}}
+    %s = lru.reduce_sum %x dims [0] : tensor<?x4xf32> -> tensor<4xf32>
+    %b = lru.broadcast %s like %x dims [1] : (tensor<4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %d = lru.sub %x, %b : tensor<?x4xf32>
+    lru.yield %d : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @sum_of_dynamic_columns(%a: tensor<4x?xf32>) -> tensor<?xf32> {
+  %r = lru.fused(%a) : (tensor<4x?xf32>) -> tensor<?xf32> {
+  ^bb0(%x: tensor<4x?xf32>):
+    %e = lru.exp %x : tensor<4x?xf32>
+    // expected-error @+1 {{in an lru.fused group sums a value of the group's shape, of rank >= 2 with a static last dim}}
+    %s = lru.reduce_sum %e dims [0] : tensor<4x?xf32> -> tensor<?xf32>
+    lru.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @multi_tensor_sum(%a: tensor<2x4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r:2 = lru.multi_tensor(%a, %b) : (tensor<2x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%x: tensor<2x4xf32>, %y: tensor<4xf32>):
+    // expected-error @+1 {{in an lru.multi_tensor holds a reduction}}
+    %s = lru.fused(%x) : (tensor<2x4xf32>) -> tensor<4xf32> {
+    ^bb0(%z: tensor<2x4xf32>):
+      %e = lru.exp %z : tensor<2x4xf32>
+      %t = lru.reduce_sum %e dims [0] : tensor<2x4xf32> -> tensor<4xf32>
+      lru.yield %t : tensor<4xf32>
+    }
+    %u = lru.fused(%y) : (tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%z: tensor<4xf32>):
+      %e = lru.exp %z : tensor<4xf32>
+      lru.yield %e : tensor<4xf32>
+    }
+    lru.yield %s, %u : tensor<4xf32>, tensor<4xf32>
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @epilogue_without_matmul(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{as an epilogue follows lru.matmul ops (nt or nn, of its loop's type) whose results it reads}}
+  %r = lru.fused(%a) {lru.epilogue} : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+  ^bb0(%x: tensor<?x4xf32>):
+    %e = lru.exp %x : tensor<?x4xf32>
+    lru.yield %e : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @epilogue_of_static_shape(%a: tensor<3x4xf32>, %w: tensor<4x4xf32>) -> tensor<3x4xf32> {
+  %p = lru.matmul nt %a, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+  // expected-error @+1 {{as an epilogue has no scan and loops over a batch-sized shape with a static last dim}}
+  %r = lru.fused(%p) {lru.epilogue} : (tensor<3x4xf32>) -> tensor<3x4xf32> {
+  ^bb0(%x: tensor<3x4xf32>):
+    %e = lru.exp %x : tensor<3x4xf32>
+    lru.yield %e : tensor<3x4xf32>
+  }
+  return %r : tensor<3x4xf32>
+}

@@ -49,3 +49,50 @@ func.func @param() -> tensor<4xf32> {
   %e = lru.exp %w : tensor<4xf32>
   return %e : tensor<4xf32>
 }
+
+// -----
+
+// A group's sum holds a row of partial sums per chunk of its loop's rows:
+// chunks of 64 rows that never cross an example, so 130 rows an example
+// are 3 chunks, 3 x 16 floats = 192 bytes an example, and one more row for
+// the totals when B is 0. A static loop of 130 rows: 3 rows, fixed.
+// CHECK-LABEL: func.func @sums(
+// CHECK-SAME: lru.workspace = array<i64: 192, 256>
+// CHECK: lru.fused(%arg0) {lru.buffers = array<i64: 0>}
+// CHECK: lru.fused(%arg1) {lru.buffers = array<i64: 1>}
+func.func @sums(%a: tensor<?x130x16xf32>, %b: tensor<130x16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %s = lru.fused(%a) : (tensor<?x130x16xf32>) -> tensor<16xf32> {
+  ^bb0(%x: tensor<?x130x16xf32>):
+    %e = lru.exp %x : tensor<?x130x16xf32>
+    %r = lru.reduce_sum %e dims [0, 1] : tensor<?x130x16xf32> -> tensor<16xf32>
+    lru.yield %r : tensor<16xf32>
+  }
+  %t = lru.fused(%b) : (tensor<130x16xf32>) -> tensor<16xf32> {
+  ^bb0(%x: tensor<130x16xf32>):
+    %e = lru.exp %x : tensor<130x16xf32>
+    %r = lru.reduce_sum %e dims [0] : tensor<130x16xf32> -> tensor<16xf32>
+    lru.yield %r : tensor<16xf32>
+  }
+  return %s, %t : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// An epilogue's matmul operands stay alive until the epilogue: its result
+// may not take the slot of %x (read by the matmul), though %x is dead
+// after the matmul, since one part's epilogue may run while another part's
+// product still reads %x.
+// CHECK-LABEL: func.func @epilogue(
+// CHECK: lru.exp %{{.*}} {lru.buffers = array<i64: 0>}
+// CHECK: lru.matmul nt %{{.*}} {lru.buffers = array<i64: 1>}
+// CHECK: lru.fused(%{{.*}}) {lru.buffers = array<i64: 2>, lru.epilogue}
+func.func @epilogue(%a: tensor<?x4xf32>, %w: tensor<4x4xf32>) -> tensor<?x4xf32> {
+  %x = lru.exp %a : tensor<?x4xf32>
+  %p = lru.matmul nt %x, %w : (tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  %r = lru.fused(%p) {lru.epilogue} : (tensor<?x4xf32>) -> tensor<?x4xf32> {
+  ^bb0(%y: tensor<?x4xf32>):
+    %e = lru.tanh %y : tensor<?x4xf32>
+    lru.yield %e : tensor<?x4xf32>
+  }
+  return %r : tensor<?x4xf32>
+}

@@ -21,12 +21,16 @@
 
 namespace lruc {
 
-/// Adds the passes that prepare primitive IR (with @backward and
-/// @train_step) for emitCpp: elementwise fusion, optionally recomputation
-/// of elementwise values for the backward pass instead of keeping them
-/// (-lru-recompute: a smaller workspace for a little more work), the
-/// returned groups (the optimizer update) as one kernel, then the memory
-/// plan (the kernel-level IR, `lruc --emit=kernel`).
+/// Adds the fusion passes for primitive IR (with @backward and
+/// @train_step): elementwise fusion (with the sums it feeds), optionally
+/// recomputation of elementwise values for the backward pass instead of
+/// keeping them (-lru-recompute: a smaller workspace for a little more
+/// work), the returned groups (the optimizer update) as one kernel, and
+/// groups as the epilogues of their matmuls (`lruc --emit=fused`).
+void buildFusionPipeline(mlir::OpPassManager &pm, bool recompute = false);
+
+/// buildFusionPipeline, then the memory plan: what emitCpp and emitCuda
+/// take (the kernel-level IR, `lruc --emit=kernel`).
 void buildCpuPipeline(mlir::OpPassManager &pm, bool recompute = false);
 
 /// What the emitted library does besides the C ABI.

@@ -42,7 +42,9 @@ struct MemoryPlan {
 /// the best-fitting free slot of the same kind (batch-sized or fixed; a
 /// slot grows if none fits), and freeing each value's slot after its last
 /// use. Results are placed before an op's operands are freed, so no op
-/// writes a buffer it reads.
+/// writes a buffer it reads; a GEMM epilogue's matmuls' operands count as
+/// read by the epilogue. A group's sum gets a row of partial sums per chunk
+/// (lru::FusedOp).
 MemoryPlan planMemory(mlir::func::FuncOp func);
 
 /// The plan that -lru-plan-memory wrote into `func` (slotOf, offsets and

@@ -80,6 +80,20 @@ def FuseMultiTensorPass
   }];
 }
 
+def FuseGemmEpiloguePass
+    : Pass<"lru-fuse-gemm-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Run groups as the epilogues of the matmuls that feed them";
+  let description = [{
+    Marks each batch-sized `lru.fused` group without a scan that reads
+    matmul results of its loop's type (`nt` or `nn`: a projection's rows,
+    not a weight gradient) as `lru.epilogue`, after moving those matmuls to
+    just before it (a matmul read by something between stays where it is,
+    and is not part of the epilogue). A backend may then compute each part
+    of the group's rows right after those rows of the matmuls, reading them
+    from cache. Nothing else changes: every matmul result is still stored.
+  }];
+}
+
 def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
   let summary = "Recompute elementwise values for the backward pass instead of keeping them";
   let description = [{

@@ -155,6 +155,11 @@ void broadcast(const T *x, const Shape &xShape, const int64_t *dims, T *y,
 template <class T>
 void reduceSum(const T *x, const Shape &xShape, uint32_t reducedDims, T *y);
 
+/// Adds `chunks` rows of `width` partial sums, in row order and in double,
+/// into the first row (which is 0 when there are none): how an lru.fused
+/// group's sums are completed after its chunks ran, in any order.
+void sumPartials(float *rows, int64_t chunks, int64_t width);
+
 /// Joins `count` tensors along `dim` (shapes equal elsewhere).
 template <class T>
 void concat(const T *const *parts, const Shape *partShapes, int count,
@@ -204,6 +209,13 @@ void matmulNN(const float *x, const float *w, int64_t rows, int64_t n,
 /// y[n, k] = x[rows, n]^T z[rows, k] (lru.matmul tn).
 void matmulTN(const float *x, const float *z, int64_t rows, int64_t n,
               int64_t k, float *y);
+/// Rows [row0, row1) of matmulNT's and matmulNN's y, on the calling thread:
+/// a fused group's epilogue computes its rows of the products in the part
+/// of its loop that reads them.
+void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
+                  int64_t n, int64_t k, float *y);
+void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
+                  int64_t n, int64_t k, float *y);
 
 /// y[i, :] = table[indices[i], :] for i < count; table is [vocab, width].
 bool gather(const float *table, int64_t vocab, int64_t width,
