@@ -307,12 +307,19 @@ private:
         writeFusedKernel(op, [&](Value result) { return define(result); });
     if (failed(call))
       return failure();
-    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
-       << ", [&](int64_t begin, int64_t end) {\n    " << call->kernel << "(B, "
-       << (call->scan ? call->kernel + "_block, " : "") << "begin, end"
-       << call->args << ");\n  });\n"
-       << call->finish;
+    writeParallelLoop(*call, "");
+    os << call->finish;
     return success();
+  }
+
+  /// `parallelFor` over the call's units, each part running `before` (C++
+  /// of `begin` and `end`), then the group's loop function on the part.
+  void writeParallelLoop(const FusedCall &call, StringRef before) {
+    os << "  lruc::cpu::parallelFor(" << call.units << ", " << call.grain
+       << ", [&](int64_t begin, int64_t end) {\n"
+       << before << "    " << call.kernel << "(B, "
+       << (call.scan ? call.kernel + "_block, " : "") << "begin, end"
+       << call.args << ");\n  });\n";
   }
 
   /// A group run as the epilogue of its matmuls (lru.epilogue): each part
@@ -334,21 +341,16 @@ private:
     const emit::FusedLayout layout = emit::FusedLayout::of(op);
     std::string r0 = layout.sums ? layout.firstRowOf("begin") : "begin";
     std::string r1 = layout.sums ? layout.stopRowOf("end - 1") : "end";
-    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
-       << ", [&](int64_t begin, int64_t end) {\n"
-       << "    const int64_t r0 = " << r0 << ", r1 = " << r1 << ";\n";
+    std::string products =
+        "    const int64_t r0 = " + r0 + ", r1 = " + r1 + ";\n";
     for (lru::MatmulOp matmul : matmuls)
-      os << "    " << matmulCall(matmul, "r0, r1") << "\n";
-    os << "    " << call->kernel << "(B, begin, end" << call->args
-       << ");\n  });\n"
-       << "  } else {\n";
+      products += "    " + matmulCall(matmul, "r0, r1") + "\n";
+    writeParallelLoop(*call, products);
+    os << "  } else {\n";
     for (lru::MatmulOp matmul : matmuls)
       os << "  " << matmulCall(matmul, "") << "\n";
-    os << "  lruc::cpu::parallelFor(" << call->units << ", " << call->grain
-       << ", [&](int64_t begin, int64_t end) {\n"
-       << "    " << call->kernel << "(B, begin, end" << call->args
-       << ");\n  });\n  }\n"
-       << call->finish;
+    writeParallelLoop(*call, "");
+    os << "  }\n" << call->finish;
     return success();
   }
 
