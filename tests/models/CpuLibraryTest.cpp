@@ -507,6 +507,7 @@ void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
                               state, outputSizes, batch, name);
   EXPECT_GT(sim.launches(), 0);
   EXPECT_GT(sim.gemms(), 0);
+  EXPECT_GT(sim.cooperativeBlocks(), 0); // the block sums
 }
 
 /// Builds the library of `module` (a copy through the backend's passes,

@@ -181,6 +181,10 @@ std::vector<ModelCase> smallModelCases() {
       // Per-step MSE, no dropout, gamma off.
       {"tagging", "examples/tagging.lru", small({})},
       {"sweep", "examples/sweep.lru", {{"L", 6}, {"H", 4}, {"DEPTH", 1}}},
+      // Long sequences and more than 32 channels: on the GPU, block sums
+      // over more than one warp's worth of steps, and scans over several
+      // tiles of steps and more than one block of channels.
+      {"text_long", "models/text.lru", small({{"L", 300}, {"N", 35}})},
   };
 }
 

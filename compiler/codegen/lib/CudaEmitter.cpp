@@ -5,9 +5,9 @@
 // reads), with every static size a constant and the batch `B` an argument.
 // lru.fused groups become one kernel each through the element code the CPU
 // emitter uses (EmitSupport.h), a thread per element, or for a group with a
-// scan a thread per (sequence, channel) walking time; the structural ops
-// get kernels of their own. Matmuls have none: they are cuBLAS calls of the
-// host schedule. The source starts with the device prelude
+// scan a block per (sequence, 32 channels) walking time in tiles (see
+// writeTiledScan); the structural ops get kernels of their own. Matmuls
+// have none: they are cuBLAS calls of the host schedule. The source starts with the device prelude
 // (runtime/cuda/device/lruc_device.cuh) and ends with the launch plan of
 // each function: its kernels in order with their thread counts.
 //
@@ -84,6 +84,8 @@ private:
              bool blockPerOutput = false) {
     std::string name = prefix + "_" + std::to_string(opIndex) + suffix.str();
     CudaLaunch launch{name, std::move(threads), blockPerOutput, op, {}, {}};
+    // A block reduction's threads meet in lruc::gpu::blockSum.
+    launch.synchronises = blockPerOutput;
     llvm::append_range(launch.operands, inputs);
     llvm::append_range(launch.operands, outputs);
     os << "extern \"C\" __global__ void " << name
@@ -148,10 +150,11 @@ private:
       outputs.push_back("out" + std::to_string(n));
     const FusedLayout &layout = element.getLayout();
     lru::ScanOp scan = layout.scan;
-    // A thread per element, or per (chunk, column) for a group with sums
-    // (a scan group's chunk is its sequence).
+    // A thread per element, or per (chunk, column) for a group with sums;
+    // a scan group: a block per (sequence, 32 channels).
     std::string threads =
-        scan ? "B * " + layout.last
+        scan ? "B * " + std::to_string(scanChannelBlocks(layout)) + " * " +
+                   std::to_string(kCudaBlockThreads)
         : layout.sums ? "(" + layout.chunks + ") * " + layout.last
                       : productExpr(op.getLoopType().getShape());
     SmallVector<Value> results(op.getResults()), sums;
@@ -178,7 +181,17 @@ private:
     };
     begin(op, scan ? "_scan" : "", threads, inputs, results);
     element.writeConstants(os);
-    if (layout.sums && !scan) {
+    if (scan) {
+      current->back().synchronises = true;
+      if (failed(writeTiledScan(op, element, outputs, sumDeclarations,
+                                sumOf)))
+        return failure();
+      if (layout.sums)
+        os << "  const int64_t row = s * " << layout.last << ";\n"
+           << "  if (warp == 0 && active) {\n"
+           << sumStores << "  }\n";
+      os << "}\n\n";
+    } else if (layout.sums) {
       os << "  const int64_t u = lruc::gpu::firstIndex();\n"
          << "  if (u >= " << threads << ")\n    return;\n"
          << "  const int64_t c = u / " << layout.last << ", j = u % "
@@ -187,52 +200,25 @@ private:
       os << sumDeclarations
          << "  for (int64_t o = first; o < stop; ++o) {\n"
          << "    const int64_t i = o * " << layout.last << " + j;\n";
-    } else if (scan) {
-      // A thread per (sequence, channel) keeps its state in registers
-      // across the time loop; the threads of a warp read neighbouring
-      // channels of each step.
-      os << "  const int64_t u = lruc::gpu::firstIndex();\n"
-         << "  if (u >= " << threads << ")\n    return;\n"
-         << "  const int64_t s = u / " << layout.last << ", j = u % "
-         << layout.last << ";\n";
-      std::string lengths =
-          scan.getLengths() ? element.arrayOf(scan.getLengths()) : "";
-      readLength(lengths, "s", layout.steps, "  ");
-      Value init = scan.getInit();
-      std::string initValue =
-          init ? element.arrayOf(init) + "[s * " + layout.last + " + j]"
-               : "0.0f";
-      if (isComplex(scan.getType()))
-        os << "  float statere = lruc::gpu::real(" << initValue
-           << "), stateim = lruc::gpu::imag(" << initValue << ");\n";
-      else
-        os << "  float state = " << initValue << ";\n";
-      os << sumDeclarations
-         << "  for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
-         << "    const int64_t t = "
-         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
-         << ";\n"
-         << "    const bool real = t < length;\n"
-         << "    const int64_t o = s * " << layout.steps << " + t;\n"
-         << "    const int64_t i = o * " << layout.last << " + j;\n";
     } else {
       gridLoop(threads);
       if (layout.nested)
         os << "    const int64_t o = i / " << layout.last << ", j = i % "
            << layout.last << ";\n    (void)o; (void)j;\n";
     }
-    if (failed(element.writeElement(
-            os, [](StringRef part) { return "state" + part.str(); }, sumOf,
-            outputs)))
-      return failure();
-    os << "  }\n";
-    if (!layout.sums) {
-      os << "}\n\n";
+    if (!scan) {
+      if (failed(element.writeElement(os, stateNamed, sumOf, outputs)))
+        return failure();
+      os << "  }\n";
+      if (!layout.sums) {
+        os << "}\n\n";
+        return success();
+      }
+      os << "  const int64_t row = c * " << layout.last << ";\n"
+         << sumStores << "}\n\n";
+    } else if (!layout.sums) {
       return success();
     }
-    os << "  const int64_t row = " << (scan ? "s" : "c") << " * "
-       << layout.last << ";\n"
-       << sumStores << "}\n\n";
     // Then a thread per column adds the rows of partial sums, in order,
     // into the first.
     begin(op, "_sums", layout.last, {}, sums);
@@ -254,6 +240,144 @@ private:
          << ";\n  }\n";
     }
     os << "}\n\n";
+    return success();
+  }
+
+  static std::string stateNamed(StringRef part) {
+    return "state" + part.str();
+  }
+
+  /// Blocks of 32 channels a scan group's sequence takes.
+  static int64_t scanChannelBlocks(const FusedLayout &layout) {
+    int64_t channels = 0;
+    llvm::StringRef(layout.last).getAsInteger(10, channels);
+    return (channels + 31) / 32;
+  }
+
+  /// The body of a scan group's kernel, a block per (sequence s, 32
+  /// channels j), in tiles of kScanTileSteps steps: warp w of the block
+  /// takes steps [w, w + 1) * kScanStepsPerThread of each tile. First each
+  /// thread runs its steps from a zero state, keeping only the end state
+  /// and the product of λ (FusedBody's first pass: the compiler drops
+  /// whatever feeds only the stores); the block then chains the warps'
+  /// (product, end) pairs in order from the tile's carried state, which
+  /// gives each thread its start state; then each thread runs its steps
+  /// again from there, storing and summing, its inputs now in cache. Sums
+  /// are added across the warps in order at the end, into warp 0.
+  /// Lanes past the last channel compute nothing but meet every barrier.
+  LogicalResult
+  writeTiledScan(lru::FusedOp op, FusedBody &element,
+                 ArrayRef<std::string> outputs,
+                 StringRef sumDeclarations,
+                 llvm::function_ref<std::string(unsigned, StringRef)> sumOf) {
+    const FusedLayout &layout = element.getLayout();
+    lru::ScanOp scan = layout.scan;
+    bool complex = isComplex(scan.getType());
+    SmallVector<std::string> parts =
+        complex ? SmallVector<std::string>{"re", "im"}
+                : SmallVector<std::string>{""};
+    int64_t groups = scanChannelBlocks(layout);
+    const int warps = kCudaBlockThreads / 32;
+    os << "  constexpr int kWarps = " << warps
+       << ", kStepsPerThread = " << kScanStepsPerThread
+       << ";\n  const int64_t s = blockIdx.x / " << groups << ";\n"
+       << "  if (s >= B)\n    return; // the whole block\n"
+       << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+       << "  const int64_t j = int64_t(blockIdx.x % " << groups
+       << ") * 32 + lane;\n"
+       << "  const bool active = j < " << layout.last << ";\n";
+    std::string lengths =
+        scan.getLengths() ? element.arrayOf(scan.getLengths()) : "";
+    readLength(lengths, "s", layout.steps, "  ");
+    Value init = scan.getInit();
+    std::string initValue =
+        init ? "(active ? " + element.arrayOf(init) + "[s * " + layout.last +
+                   " + j] : " + elementType(init.getType()) + "(0.0f))"
+             : "0.0f";
+    if (complex)
+      os << "  float carryre = lruc::gpu::real(" << initValue
+         << "), carryim = lruc::gpu::imag(" << initValue << ");\n";
+    else
+      os << "  float carry = " << initValue << ";\n";
+    os << "  __shared__ float tileEnd[kWarps][32][" << 2 * parts.size()
+       << "];\n"
+       << sumDeclarations
+       << "  for (int64_t k0 = 0; k0 < " << layout.steps
+       << "; k0 += kWarps * kStepsPerThread) {\n"
+       << "    const int64_t k1 = k0 + warp * kStepsPerThread;\n"
+       << "    const int64_t k2 = k1 + kStepsPerThread < " << layout.steps
+       << " ? k1 + kStepsPerThread : " << layout.steps << ";\n";
+    auto declare = [&](StringRef name, StringRef zero, StringRef one) {
+      if (complex)
+        os << "    float " << name << "re = " << zero << ", " << name
+           << "im = 0.0f;\n";
+      else
+        os << "    float " << name << " = " << one << ";\n";
+    };
+    auto stepHeader = [&] {
+      os << "    for (int64_t k = k1; active && k < k2; ++k) {\n"
+         << "    const int64_t t = "
+         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
+         << ";\n"
+         << "    const bool real = t < length;\n"
+         << "    const int64_t o = s * " << layout.steps << " + t;\n"
+         << "    const int64_t i = o * " << layout.last << " + j;\n";
+    };
+    // Pass 1: from zero, the end state and the product of λ.
+    declare("state", "0.0f", "0.0f");
+    declare("product", "1.0f", "1.0f");
+    stepHeader();
+    if (failed(element.writeElement(
+            os, stateNamed, sumOf, {},
+            [](StringRef part) { return "product" + part.str(); })))
+      return failure();
+    os << "    }\n";
+    for (auto [n, part] : llvm::enumerate(parts))
+      os << "    tileEnd[warp][lane][" << 2 * n << "] = state" << part
+         << ";\n    tileEnd[warp][lane][" << 2 * n + 1 << "] = product"
+         << part << ";\n";
+    // Chaining: each warp's start state, and the next tile's carry.
+    os << "    __syncthreads();\n"
+       << "    for (int w = 0; w < kWarps; ++w) {\n";
+    for (StringRef part : parts)
+      os << "      if (w == warp)\n        state" << part << " = carry"
+         << part << ";\n";
+    if (complex)
+      os << "      const float endre = tileEnd[w][lane][0], pre = "
+            "tileEnd[w][lane][1];\n"
+         << "      const float endim = tileEnd[w][lane][2], pim = "
+            "tileEnd[w][lane][3];\n"
+         << "      const float nextre = pre * carryre - pim * carryim + "
+            "endre;\n"
+         << "      carryim = pre * carryim + pim * carryre + endim;\n"
+         << "      carryre = nextre;\n";
+    else
+      os << "      carry = tileEnd[w][lane][1] * carry + "
+            "tileEnd[w][lane][0];\n";
+    os << "    }\n    __syncthreads(); // tileEnd is the next tile's\n";
+    // Pass 2: from the start state, storing and summing.
+    stepHeader();
+    if (failed(element.writeElement(os, stateNamed, sumOf, outputs)))
+      return failure();
+    os << "    }\n  }\n";
+    // Sums: each column's partials added across the warps in order.
+    if (layout.sums)
+      for (unsigned n = 0; n < outputs.size(); ++n) {
+        if (!op.getReduction(n))
+          continue;
+        bool complexSum = isComplex(op.getResult(n).getType());
+        for (StringRef part : complexSum ? SmallVector<std::string>{"re", "im"}
+                                         : SmallVector<std::string>{""}) {
+          std::string sum = sumOf(n, part);
+          os << "  {\n    __shared__ float partial[kWarps][32];\n"
+             << "    partial[warp][lane] = " << sum << ";\n"
+             << "    __syncthreads();\n"
+             << "    if (warp == 0) {\n      " << sum << " = 0.0f;\n"
+             << "      for (int w = 0; w < kWarps; ++w)\n        " << sum
+             << " += partial[w][lane];\n    }\n"
+             << "    __syncthreads(); // partial is the next sum's\n  }\n";
+        }
+      }
     return success();
   }
 
@@ -664,8 +788,10 @@ private:
 };
 
 /// The kernels' host-side entry for the GPU simulator (compiled as C++
-/// with LRUC_GPU_SIMULATE, which NVRTC never defines): each kernel called
-/// from an argument array like cuLaunchKernel's, once per simulated thread.
+/// with LRUC_GPU_SIMULATE, which NVRTC never defines): one thread of each
+/// kernel, called with an argument array like cuLaunchKernel's, and which
+/// kernels' threads synchronise (the simulator runs their blocks as
+/// coroutines; the others a thread at a time).
 void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
                      llvm::raw_ostream &os) {
   os << "\n#ifdef LRUC_GPU_SIMULATE\nnamespace {\n";
@@ -686,20 +812,18 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
   for (const CudaLaunch *l : kernels)
     os << (l->index ? ", " : "") << "sim" << l->index;
   os << "};\n} // namespace\n\n"
-     << "// Kernel `kernel` (its place in the launch plan, cuBLAS calls not "
-        "counted)\n// as `blocks` blocks of `threads`, one thread at a time; "
-        "a block reduction\n// runs a thread a block (lruc::gpu::blockSum "
-        "is then the identity).\n"
+     << "// The running thread (lruc_sim_now) of kernel `kernel`, its place in "
+        "the\n// launch plan (cuBLAS calls not counted).\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) void\n"
-        "lruc_sim_launch(int32_t kernel, int64_t blocks, "
-        "int32_t threads,\n    int32_t block_per_output, void **args) {\n"
-     << "  const int64_t count = block_per_output ? blocks : blocks * "
-        "threads;\n"
-     << "  gridDim.x = unsigned(count);\n  blockDim.x = 1;\n"
-     << "  threadIdx.x = 0;\n"
-     << "  for (int64_t b = 0; b < count; ++b) {\n"
-     << "    blockIdx.x = unsigned(b);\n    kSimKernels[kernel](args);\n"
-     << "  }\n}\n#endif // LRUC_GPU_SIMULATE\n";
+        "lruc_sim_run(int32_t kernel, void **args) {\n"
+     << "  kSimKernels[kernel](args);\n}\n\n"
+     << "// 1 where the kernel's threads synchronise (__syncthreads, "
+        "shuffles).\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const "
+        "int8_t\n    lruc_sim_synchronises[] = {";
+  for (const CudaLaunch *l : kernels)
+    os << (l->index ? ", " : "") << (l->synchronises ? 1 : 0);
+  os << "};\n#endif // LRUC_GPU_SIMULATE\n";
 }
 
 } // namespace

@@ -20,6 +20,9 @@ namespace lruc {
 
 /// Threads a block of every launch.
 constexpr int kCudaBlockThreads = 256;
+/// Steps each thread of a scan kernel takes per tile (the block's warps
+/// take consecutive runs of this many steps; see writeTiledScan).
+constexpr int kScanStepsPerThread = 8;
 
 /// The functions with CUDA kernels, in the order of the source.
 constexpr const char *kCudaFunctions[] = {"forward", "forward_train",
@@ -41,6 +44,8 @@ struct CudaLaunch {
   int32_t index = -1;
   /// It records bad data in the status block (lruc::gpu::report).
   bool reports = false;
+  /// The threads of a block synchronise (__syncthreads, warp shuffles).
+  bool synchronises = false;
 
   bool isGemm() const { return kernel == "cublas"; }
 };

@@ -197,7 +197,8 @@ void FusedBody::writeConstants(llvm::raw_ostream &k) {
 LogicalResult FusedBody::writeElement(
     llvm::raw_ostream &k, llvm::function_ref<std::string(StringRef)> stateOf,
     llvm::function_ref<std::string(unsigned, StringRef)> sumOf,
-    ArrayRef<std::string> outputs) {
+    ArrayRef<std::string> outputs,
+    llvm::function_ref<std::string(StringRef)> productOf) {
   Block &body = op.getBody().front();
   auto shape = op.getLoopType().getShape();
   lru::ScanOp scan = layout.scan;
@@ -253,12 +254,23 @@ LogicalResult FusedBody::writeElement(
           << "    " << si << " = real ? " << im << " : " << si << ";\n"
           << "    const cfloat " << name << " = real ? cfloat(" << re << ", "
           << im << ") : cfloat(0);\n";
+        if (productOf) {
+          std::string pr = productOf("re"), pi = productOf("im");
+          k << "    const float " << name << "pr = " << lv << ".real() * "
+            << pr << " - " << lv << ".imag() * " << pi << ";\n"
+            << "    " << pi << " = real ? " << lv << ".real() * " << pi
+            << " + " << lv << ".imag() * " << pr << " : " << pi << ";\n"
+            << "    " << pr << " = real ? " << name << "pr : " << pr << ";\n";
+        }
       } else {
         std::string next = name + "next", state = stateOf("");
         k << "    const float " << next << " = " << l << " * " << state << " + "
           << b << ";\n"
           << "    " << state << " = real ? " << next << " : " << state << ";\n"
           << "    const float " << name << " = real ? " << next << " : 0.0f;\n";
+        if (productOf)
+          k << "    " << productOf("") << " = real ? " << l << " * "
+            << productOf("") << " : " << productOf("") << ";\n";
       }
       scalars[scan.getResult()] = name;
       continue;
@@ -274,6 +286,8 @@ LogicalResult FusedBody::writeElement(
       << name << " = " << substitute(*expr, operands) << ";\n";
     scalars[inner.getResult(0)] = name;
   }
+  if (productOf)
+    return success(); // the first pass of a chunked scan stores nothing
   auto yield = cast<lru::YieldOp>(body.getTerminator());
   for (auto [n, out, value] :
        llvm::enumerate(outputs, yield.getValues())) {

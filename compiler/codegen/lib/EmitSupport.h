@@ -112,11 +112,17 @@ public:
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);
   /// One element; `outputs` are the arrays of the group's results.
+  /// With `productOf` (a scan group only), the first pass of a scan in
+  /// chunks: the element stores nothing and adds to no sum, and at real
+  /// steps multiplies the running product of λ, named by `productOf(part)`
+  /// like the state, so that a chunk's end state is known as a function of
+  /// its start state (state · product + end state from zero).
   mlir::LogicalResult writeElement(
       llvm::raw_ostream &k,
       llvm::function_ref<std::string(llvm::StringRef)> stateOf,
       llvm::function_ref<std::string(unsigned, llvm::StringRef)> sumOf,
-      llvm::ArrayRef<std::string> outputs);
+      llvm::ArrayRef<std::string> outputs,
+      llvm::function_ref<std::string(llvm::StringRef)> productOf = nullptr);
 
 private:
   ::lru::FusedOp op;

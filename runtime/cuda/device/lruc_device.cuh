@@ -18,19 +18,48 @@ typedef long long int64_t;
 typedef unsigned long long uint64_t;
 #elif defined(LRUC_GPU_SIMULATE)
 // The GPU simulator (tests/models/GpuSimulator.h): the kernels compiled as
-// C++ for the CPU and run one thread at a time, a block reduction with one
-// thread a block. It checks what the kernels compute and what the schedule
-// launches, not how threads cooperate.
+// C++ for the CPU. It runs a kernel's threads one after another, or, for a
+// kernel whose threads synchronise, a block's threads as coroutines that
+// switch at each barrier: `lruc_sim_wait`, which the simulator sets, returns
+// once every thread of the block (-1) or of warp `w` has called it. The
+// indices below are the running thread's; the simulator sets them before it
+// resumes one. Atomics are plain updates: threads switch only at barriers.
 #include <cmath>
 #include <cstdint>
 #include <math.h>
 #define __device__
 #define __host__
 #define __global__
+#define __shared__ static
 struct lruc_sim_index {
   unsigned x;
 };
-static thread_local lruc_sim_index threadIdx, blockIdx, blockDim, gridDim;
+struct lruc_sim_dims {
+  lruc_sim_index threadIdx, blockIdx, blockDim, gridDim;
+};
+extern "C" {
+__attribute__((visibility("default"))) lruc_sim_dims lruc_sim_now;
+__attribute__((visibility("default"))) void (*lruc_sim_wait)(int warp);
+}
+#define threadIdx (lruc_sim_now.threadIdx)
+#define blockIdx (lruc_sim_now.blockIdx)
+#define blockDim (lruc_sim_now.blockDim)
+#define gridDim (lruc_sim_now.gridDim)
+inline void __syncthreads() { lruc_sim_wait(-1); }
+/// Lane + offset's `value` (the lane's own past the warp's end): each lane
+/// writes its value into one of two exchange rows, waits for its warp, then
+/// reads. Two rows, alternating per lane: a lane's next shuffle cannot
+/// overwrite a value that another lane has still to read, since that lane
+/// must reach the next shuffle's barrier first.
+inline float __shfl_down_sync(unsigned, float value, int offset) {
+  static float exchange[2][1024];
+  static unsigned round[1024];
+  const unsigned lane = threadIdx.x % 32, row = round[threadIdx.x]++ % 2;
+  exchange[row][threadIdx.x] = value;
+  lruc_sim_wait(int(threadIdx.x / 32));
+  return lane + unsigned(offset) < 32 ? exchange[row][threadIdx.x + offset]
+                                      : value;
+}
 inline float atomicAdd(float *address, float value) {
   float old = *address;
   *address = old + value;
@@ -146,9 +175,6 @@ __device__ inline int64_t gridStride() {
 /// The sum of `v` over the block (blockDim.x a multiple of 32, at most
 /// 1024), in thread 0; the same tree every run, so sums repeat exactly.
 __device__ inline float blockSum(float v) {
-#ifdef LRUC_GPU_SIMULATE
-  return v; // one thread a block
-#else
   __shared__ float partial[32];
   for (int offset = 16; offset > 0; offset /= 2)
     v += __shfl_down_sync(0xffffffffu, v, offset);
@@ -162,7 +188,6 @@ __device__ inline float blockSum(float v) {
       v += __shfl_down_sync(0xffffffffu, v, offset);
   __syncthreads(); // partial is reused by the next call
   return v;
-#endif
 }
 
 __device__ inline cfloat blockSum(cfloat v) {
