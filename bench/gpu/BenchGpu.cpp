@@ -6,7 +6,10 @@
 // lruc::cuda::Device on random inputs: train steps per second and the
 // forward's time at BATCH, the device memory the call uses, and, in the
 // same run, the device's copy bandwidth (a device-to-device copy), the
-// limit its elementwise kernels are measured against. Exits 1 with the
+// limit its elementwise kernels are measured against, and each kernel's
+// achieved bandwidth (its arrays' bytes, lruc_gpu_model::kernel_bytes, over
+// its time; the scan kernels summed) in one timed forward and one timed
+// backward. Exits 1 with the
 // reason on a machine without a GPU. Written before any GPU was available
 // to this project: the figures in docs/performance.md come from it once
 // one is.
@@ -20,6 +23,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -178,6 +182,63 @@ int main(int argc, char **argv) try {
               3.0 * paramBytes / 1048576.0);
   std::printf("copy bandwidth %.0f GB/s (device to device)\n",
               bandwidth / 1e9);
+
+  // Each kernel's achieved bandwidth: the bytes of its arrays
+  // (lruc_gpu_model::kernel_bytes) over its time, one timed call each of
+  // forward and backward, against the copy bandwidth.
+  auto timedCall = [&](const char *what, auto &&call) {
+    sync();
+    device->timeKernels(true);
+    call();
+    device->timeKernels(false);
+    std::vector<double> ms;
+    std::vector<int64_t> launches;
+    if (!device->kernelTimes(ms, launches, error))
+      throw std::runtime_error(error);
+    double scanMs = 0, scanBytes = 0, allMs = 0;
+    std::vector<int> order;
+    for (int k = 0; k < g->num_kernels; ++k) {
+      if (!launches[size_t(k)])
+        continue;
+      order.push_back(k);
+      allMs += ms[size_t(k)];
+      if (std::string(g->kernels[k]).find("_scan") != std::string::npos) {
+        scanMs += ms[size_t(k)];
+        scanBytes += double(g->kernel_bytes[2 * k] * batch +
+                            g->kernel_bytes[2 * k + 1]);
+      }
+    }
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return ms[size_t(a)] > ms[size_t(b)]; });
+    std::printf("%s: %zu kernels, %.2f ms on the device\n", what,
+                order.size(), allMs);
+    for (size_t n = 0; n < order.size() && n < 8; ++n) {
+      int k = order[n];
+      double bytes = double(g->kernel_bytes[2 * k] * batch +
+                            g->kernel_bytes[2 * k + 1]);
+      double rate = bytes / (ms[size_t(k)] * 1e-3);
+      std::printf("  %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
+                  g->kernels[k], ms[size_t(k)], rate / 1e9,
+                  100 * rate / bandwidth);
+    }
+    if (scanMs > 0)
+      std::printf("  scan kernels: %.3f ms, %.0f GB/s, %.1f%% of copy "
+                  "bandwidth\n",
+                  scanMs, scanBytes / (scanMs * 1e-3) / 1e9,
+                  100 * scanBytes / (scanMs * 1e-3) / bandwidth);
+  };
+  timedCall("forward", [&] {
+    if (g->forward(ops, workspace, batch, dParams, dState, dInputs.data(),
+                   dOutputs.data(), message, sizeof message))
+      throw std::runtime_error(message);
+  });
+  float *dLoss = static_cast<float *>(arrays.get(4));
+  float *dGrads = static_cast<float *>(arrays.get(paramBytes));
+  timedCall("backward", [&] {
+    if (g->backward(ops, workspace, batch, dParams, dState, dInputs.data(),
+                    key, dLoss, dGrads, message, sizeof message))
+      throw std::runtime_error(message);
+  });
   return 0;
 } catch (const std::exception &e) {
   return fail(e.what());

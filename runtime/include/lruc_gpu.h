@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define LRUC_GPU_ABI_VERSION 1u
+#define LRUC_GPU_ABI_VERSION 2u
 
 /* Directions of lruc_gpu_ops.copy. */
 enum {
@@ -91,6 +91,11 @@ typedef struct lruc_gpu_model {
               const float *params, const float *state, float *carry,
               const void *const *inputs, float *const *outputs, char *error,
               size_t error_size);
+  /* Two per kernel: the bytes of its arrays (each read or written at least
+   * once) that grow with the batch, per example, then the rest. Kernel k
+   * at `batch` moves at least kernel_bytes[2k] * batch + kernel_bytes[2k+1]
+   * bytes: what a kernel's achieved bandwidth is measured by. */
+  const int64_t *kernel_bytes;
 } lruc_gpu_model;
 
 /* NULL when the library speaks another version of this interface. */

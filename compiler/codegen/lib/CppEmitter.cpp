@@ -1108,6 +1108,15 @@ LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
     for (const CudaLaunch &launch : plan.launches)
       if (!launch.isGemm())
         os << (kernels++ ? ", " : "") << quoted(launch.kernel);
+  os << "};\n\nconst int64_t kGpuKernelBytes[] = {";
+  bool first = true;
+  for (const CudaFunctionPlan &plan : plans)
+    for (const CudaLaunch &launch : plan.launches)
+      if (!launch.isGemm()) {
+        KernelBytes bytes = kernelBytes(launch);
+        os << (first ? "" : ", ") << bytes.perExample << ", " << bytes.fixed;
+        first = false;
+      }
   os << "};\n\nsize_t gpuWorkspaceBytes(int64_t batch) {\n"
         "  size_t bytes = 0;\n";
   for (const std::string &w : *workspaces)
@@ -1195,7 +1204,7 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
         "  gpuWorkspaceBytes, gpu_forward, gpu_forward_train, gpu_backward,\n"
         "  gpu_train_step, "
      << (bindings.step ? "gpu_step_reset, gpu_step" : "nullptr, nullptr")
-     << ",\n};\n\n";
+     << ",\n  kGpuKernelBytes,\n};\n\n";
   return success();
 }
 

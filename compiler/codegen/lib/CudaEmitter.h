@@ -50,6 +50,13 @@ struct CudaLaunch {
   bool isGemm() const { return kernel == "cublas"; }
 };
 
+/// The bytes of a kernel's arrays (each read or written at least once):
+/// those that grow with the batch, per example, and the rest.
+struct KernelBytes {
+  int64_t perExample = 0, fixed = 0;
+};
+KernelBytes kernelBytes(const CudaLaunch &launch);
+
 struct CudaFunctionPlan {
   mlir::func::FuncOp func;
   std::vector<CudaLaunch> launches;

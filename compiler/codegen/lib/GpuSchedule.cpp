@@ -43,6 +43,25 @@ int64_t elementBytes(Type type) {
   return element.getIntOrFloatBitWidth() / 8;
 }
 
+} // namespace
+
+KernelBytes kernelBytes(const CudaLaunch &launch) {
+  KernelBytes bytes;
+  for (Value v : launch.operands) {
+    auto type = cast<RankedTensorType>(v.getType());
+    int64_t perElement = elementBytes(type);
+    // The batch is the only run-time size, and always the first dim.
+    bool batched = type.getRank() > 0 && type.isDynamicDim(0);
+    int64_t count = 1;
+    for (int64_t d = batched ? 1 : 0; d < type.getRank(); ++d)
+      count *= type.getDimSize(d);
+    (batched ? bytes.perExample : bytes.fixed) += count * perElement;
+  }
+  return bytes;
+}
+
+namespace {
+
 class ScheduleWriter {
 public:
   ScheduleWriter(const CudaFunctionPlan &plan, const MemoryPlan &memory,

@@ -42,6 +42,11 @@ struct Device::Api {
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
   CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*eventCreate)(void **, unsigned);
+  CUresult (*eventRecord)(void *, void *);
+  CUresult (*eventSynchronize)(void *);
+  CUresult (*eventElapsedTime)(float *, void *, void *);
+  CUresult (*eventDestroy)(void *);
   cublasStatus (*cublasCreate)(void **);
   cublasStatus (*cublasDestroy)(void *);
   cublasStatus (*sgemm)(void *, int, int, int, int, int, const float *,
@@ -90,6 +95,11 @@ const Device::Api *openApi(std::string &failure) {
     bind(table->memAlloc, "cuMemAlloc_v2");
     bind(table->memFree, "cuMemFree_v2");
     bind(table->memcpy, "cuMemcpy");
+    bind(table->eventCreate, "cuEventCreate");
+    bind(table->eventRecord, "cuEventRecord");
+    bind(table->eventSynchronize, "cuEventSynchronize");
+    bind(table->eventElapsedTime, "cuEventElapsedTime");
+    bind(table->eventDestroy, "cuEventDestroy_v2");
     detail::Binder bindBlas(cublas, "cuBLAS");
     bindBlas(table->cublasCreate, "cublasCreate_v2");
     bindBlas(table->cublasDestroy, "cublasDestroy_v2");
@@ -173,6 +183,10 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
 Device::~Device() {
   if (!api_)
     return;
+  for (const TimedLaunch &timed : timed_) {
+    api_->eventDestroy(timed.start);
+    api_->eventDestroy(timed.end);
+  }
   if (cublas_)
     api_->cublasDestroy(cublas_);
   if (module_)
@@ -229,17 +243,55 @@ bool Device::synchronize(std::string &error) {
   return true;
 }
 
+bool Device::kernelTimes(std::vector<double> &milliseconds,
+                         std::vector<int64_t> &launches, std::string &error) {
+  milliseconds.assign(kernels_.size(), 0.0);
+  launches.assign(kernels_.size(), 0);
+  bool ok = true;
+  for (const TimedLaunch &timed : timed_) {
+    float ms = 0.0f;
+    CUresult r = api_->eventSynchronize(timed.end);
+    if (!r)
+      r = api_->eventElapsedTime(&ms, timed.start, timed.end);
+    if (r && ok) {
+      error = driverError(*api_, r, "timing a kernel");
+      ok = false;
+    }
+    milliseconds[size_t(timed.kernel)] += ms;
+    ++launches[size_t(timed.kernel)];
+    api_->eventDestroy(timed.start);
+    api_->eventDestroy(timed.end);
+  }
+  timed_.clear();
+  return ok;
+}
+
 int Device::launch(void *context, int32_t kernel, int64_t blocks,
                    int32_t threads, int32_t, void **args) {
   auto *self = static_cast<Device *>(context);
   if (kernel < 0 || size_t(kernel) >= self->kernels_.size() || blocks <= 0)
     return -1;
+  const Api &api = *self->api_;
+  TimedLaunch timed{kernel, nullptr, nullptr};
+  if (self->timing_) {
+    if (CUresult r = api.eventCreate(&timed.start, 0))
+      return r;
+    if (CUresult r = api.eventCreate(&timed.end, 0)) {
+      api.eventDestroy(timed.start);
+      return r;
+    }
+    self->timed_.push_back(timed); // destroyed by kernelTimes or ~Device
+    if (CUresult r = api.eventRecord(timed.start, nullptr))
+      return r;
+  }
   // Grid-stride kernels take any grid; those with a thread per item ask for
   // far fewer blocks than the limit.
   constexpr int64_t kMaxBlocks = 2147483647;
-  return self->api_->launchKernel(
-      self->kernels_[kernel], unsigned(std::min(blocks, kMaxBlocks)), 1, 1,
-      unsigned(threads), 1, 1, 0, nullptr, args, nullptr);
+  if (CUresult r = api.launchKernel(
+          self->kernels_[kernel], unsigned(std::min(blocks, kMaxBlocks)), 1,
+          1, unsigned(threads), 1, 1, 0, nullptr, args, nullptr))
+    return r;
+  return self->timing_ ? api.eventRecord(timed.end, nullptr) : 0;
 }
 
 int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,

@@ -53,6 +53,16 @@ public:
   /// Waits for everything queued; false with the driver's message.
   bool synchronize(std::string &error);
 
+  /// From now on (or no longer), every launch is timed by two events on
+  /// its stream: for benchmarks, not for training (an event pair costs a
+  /// few microseconds a launch).
+  void timeKernels(bool on) { timing_ = on; }
+  /// Per kernel index, the milliseconds of its timed launches since the
+  /// last call, and how many; waits for them. False with the driver's
+  /// message if one could not be timed.
+  bool kernelTimes(std::vector<double> &milliseconds,
+                   std::vector<int64_t> &launches, std::string &error);
+
   struct Api; ///< the driver and cuBLAS entry points (Device.cpp)
 
 private:
@@ -71,6 +81,12 @@ private:
   void *module_ = nullptr;  ///< CUmodule
   void *cublas_ = nullptr;  ///< cublasHandle_t
   std::vector<void *> kernels_; ///< CUfunction by schedule index
+  struct TimedLaunch {
+    int32_t kernel;
+    void *start, *end; ///< CUevent
+  };
+  bool timing_ = false;
+  std::vector<TimedLaunch> timed_; ///< not yet read by kernelTimes
   std::string name_, arch_;
   lruc_gpu_ops ops_{};
 };
