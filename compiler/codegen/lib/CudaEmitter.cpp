@@ -219,25 +219,44 @@ private:
     } else if (!layout.sums) {
       return success();
     }
-    // Then a thread per column adds the rows of partial sums, in order,
-    // into the first.
-    begin(op, "_sums", layout.last, {}, sums);
-    os << "  const int64_t j = lruc::gpu::firstIndex();\n"
-       << "  if (j >= " << layout.last << ")\n    return;\n";
+    // Then a block per 32 columns adds the rows of partial sums into the
+    // first: warp w the rows w, w + kWarps, ... in double, then warp 0 the
+    // warps' totals in order (a fixed order: sums repeat exactly).
+    int64_t columns = 0;
+    StringRef(layout.last).getAsInteger(10, columns);
+    const int warps = kCudaBlockThreads / 32;
+    begin(op, "_sums",
+          std::to_string((columns + 31) / 32) + " * " +
+              std::to_string(kCudaBlockThreads),
+          {}, sums);
+    current->back().synchronises = true;
+    os << "  constexpr int kWarps = " << warps << ";\n"
+       << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+       << "  const int64_t j = int64_t(blockIdx.x) * 32 + lane;\n"
+       << "  const bool active = j < " << layout.last << ";\n"
+       << "  __shared__ double partial[kWarps][32][2];\n";
     for (auto [n, sum] : llvm::enumerate(sums)) {
       std::string out = "out" + std::to_string(n);
       bool complex = isComplex(sum.getType());
-      os << "  {\n    double re = 0.0" << (complex ? ", im = 0.0" : "")
-         << ";\n"
-         << "    for (int64_t c = 0; c < " << layout.chunks << "; ++c) {\n"
+      os << "  {\n    double re = 0.0, im = 0.0;\n"
+         << "    for (int64_t c = warp; active && c < " << layout.chunks
+         << "; c += kWarps) {\n"
          << "      re += lruc::gpu::real(" << out << "[c * " << layout.last
          << " + j]);\n"
-         << (complex ? "      im += lruc::gpu::imag(" + out + "[c * " +
-                           layout.last + " + j]);\n"
-                     : "")
-         << "    }\n    " << out << "[j] = "
+         << "      im += lruc::gpu::imag(" << out << "[c * " << layout.last
+         << " + j]);\n    }\n"
+         << "    partial[warp][lane][0] = re;\n"
+         << "    partial[warp][lane][1] = im;\n"
+         << "    __syncthreads();\n"
+         << "    if (warp == 0 && active) {\n"
+         << "      re = 0.0;\n      im = 0.0;\n"
+         << "      for (int w = 0; w < kWarps; ++w) {\n"
+         << "        re += partial[w][lane][0];\n"
+         << "        im += partial[w][lane][1];\n      }\n"
+         << "      " << out << "[j] = "
          << (complex ? "cfloat(float(re), float(im))" : "float(re)")
-         << ";\n  }\n";
+         << ";\n    }\n"
+         << "    __syncthreads(); // partial is the next sum's\n  }\n";
     }
     os << "}\n\n";
     return success();
