@@ -522,6 +522,49 @@ private:
       offset += " + " + within.coordinate(k, "r") + " * " + from.stride(d);
     std::string outputs = countExpr(op.getResult());
     std::string total = productExpr(reducedSizes);
+    int64_t last = x.getRank() - 1;
+    if (last > 0 && !llvm::is_contained(reduced, last) &&
+        !x.isDynamicDim(last)) {
+      // The last dim is kept (mean pooling over time, [B, L, H] -> [B, H]):
+      // a block per 32 of its columns, the lanes of a warp reading
+      // neighbouring columns of a row, warp w the rows w, w + kWarps, ...,
+      // then warp 0 the warps' sums in order.
+      int64_t columns = x.getDimSize(last);
+      int64_t groups = (columns + 31) / 32;
+      std::string outer = "(" + outputs + ") / " + std::to_string(columns);
+      begin(op, "", outer + " * " + std::to_string(groups) + " * " +
+                        std::to_string(kCudaBlockThreads),
+            {op.getX()}, {op.getResult()});
+      current->back().synchronises = true;
+      os << "  constexpr int kWarps = " << kCudaBlockThreads / 32 << ";\n"
+         << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+         << "  const int64_t column = int64_t(blockIdx.x % " << groups
+         << ") * 32 + lane;\n"
+         << "  const int64_t o = int64_t(blockIdx.x / " << groups << ") * "
+         << columns << " + column;\n"
+         << "  const bool active = column < " << columns << " && o < "
+         << outputs << ";\n"
+         << "  const int64_t base = " << base << ";\n"
+         << "  " << elementType(x) << " sum = 0.0f;\n"
+         << "  for (int64_t r = warp; active && r < " << total
+         << "; r += kWarps)\n"
+         << "    sum += in0[base + " << offset << "];\n"
+         // Shared memory holds floats (cfloat has a constructor).
+         << "  __shared__ float partial[kWarps][32][2];\n"
+         << "  partial[warp][lane][0] = lruc::gpu::real(sum);\n"
+         << "  partial[warp][lane][1] = lruc::gpu::imag(sum);\n"
+         << "  __syncthreads();\n"
+         << "  if (warp == 0 && active) {\n"
+         << "    float re = 0.0f, im = 0.0f;\n"
+         << "    for (int w = 0; w < kWarps; ++w) {\n"
+         << "      re += partial[w][lane][0];\n"
+         << "      im += partial[w][lane][1];\n    }\n"
+         << (isComplex(op.getResult().getType())
+                 ? "    out0[o] = cfloat(re, im);\n"
+                 : "    (void)im;\n    out0[o] = re;\n")
+         << "  }\n}\n\n";
+      return success();
+    }
     begin(op, "", outputs, {op.getX()}, {op.getResult()}, true);
     os << "  for (int64_t o = blockIdx.x; o < " << outputs
        << "; o += gridDim.x) {\n"
