@@ -233,30 +233,24 @@ private:
     os << "  constexpr int kWarps = " << warps << ";\n"
        << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
        << "  const int64_t j = int64_t(blockIdx.x) * 32 + lane;\n"
-       << "  const bool active = j < " << layout.last << ";\n"
-       << "  __shared__ double partial[kWarps][32][2];\n";
+       << "  const bool active = j < " << layout.last << ";\n";
     for (auto [n, sum] : llvm::enumerate(sums)) {
       std::string out = "out" + std::to_string(n);
       bool complex = isComplex(sum.getType());
-      os << "  {\n    double re = 0.0, im = 0.0;\n"
+      std::string row = out + "[c * " + layout.last + " + j]";
+      os << "  {\n    double re = 0.0" << (complex ? ", im = 0.0" : "")
+         << ";\n"
          << "    for (int64_t c = warp; active && c < " << layout.chunks
          << "; c += kWarps) {\n"
-         << "      re += lruc::gpu::real(" << out << "[c * " << layout.last
-         << " + j]);\n"
-         << "      im += lruc::gpu::imag(" << out << "[c * " << layout.last
-         << " + j]);\n    }\n"
-         << "    partial[warp][lane][0] = re;\n"
-         << "    partial[warp][lane][1] = im;\n"
-         << "    __syncthreads();\n"
-         << "    if (warp == 0 && active) {\n"
-         << "      re = 0.0;\n      im = 0.0;\n"
-         << "      for (int w = 0; w < kWarps; ++w) {\n"
-         << "        re += partial[w][lane][0];\n"
-         << "        im += partial[w][lane][1];\n      }\n"
+         << "      re += lruc::gpu::real(" << row << ");\n"
+         << (complex ? "      im += lruc::gpu::imag(" + row + ");\n" : "")
+         << "    }\n"
+         << "    re = lruc::gpu::sumOverWarps(re);\n"
+         << (complex ? "    im = lruc::gpu::sumOverWarps(im);\n" : "")
+         << "    if (warp == 0 && active)\n"
          << "      " << out << "[j] = "
          << (complex ? "cfloat(float(re), float(im))" : "float(re)")
-         << ";\n    }\n"
-         << "    __syncthreads(); // partial is the next sum's\n  }\n";
+         << ";\n  }\n";
     }
     os << "}\n\n";
     return success();
@@ -388,13 +382,8 @@ private:
         for (StringRef part : complexSum ? SmallVector<std::string>{"re", "im"}
                                          : SmallVector<std::string>{""}) {
           std::string sum = sumOf(n, part);
-          os << "  {\n    __shared__ float partial[kWarps][32];\n"
-             << "    partial[warp][lane] = " << sum << ";\n"
-             << "    __syncthreads();\n"
-             << "    if (warp == 0) {\n      " << sum << " = 0.0f;\n"
-             << "      for (int w = 0; w < kWarps; ++w)\n        " << sum
-             << " += partial[w][lane];\n    }\n"
-             << "    __syncthreads(); // partial is the next sum's\n  }\n";
+          os << "  " << sum << " = lruc::gpu::sumOverWarps(" << sum
+             << ");\n";
         }
       }
     return success();
@@ -549,20 +538,11 @@ private:
          << "  for (int64_t r = warp; active && r < " << total
          << "; r += kWarps)\n"
          << "    sum += in0[base + " << offset << "];\n"
-         // Shared memory holds floats (cfloat has a constructor).
-         << "  __shared__ float partial[kWarps][32][2];\n"
-         << "  partial[warp][lane][0] = lruc::gpu::real(sum);\n"
-         << "  partial[warp][lane][1] = lruc::gpu::imag(sum);\n"
-         << "  __syncthreads();\n"
-         << "  if (warp == 0 && active) {\n"
-         << "    float re = 0.0f, im = 0.0f;\n"
-         << "    for (int w = 0; w < kWarps; ++w) {\n"
-         << "      re += partial[w][lane][0];\n"
-         << "      im += partial[w][lane][1];\n    }\n"
          << (isComplex(op.getResult().getType())
-                 ? "    out0[o] = cfloat(re, im);\n"
-                 : "    (void)im;\n    out0[o] = re;\n")
-         << "  }\n}\n\n";
+                 ? "  sum = cfloat(lruc::gpu::sumOverWarps(sum.re),\n"
+                   "                lruc::gpu::sumOverWarps(sum.im));\n"
+                 : "  sum = lruc::gpu::sumOverWarps(sum);\n")
+         << "  if (warp == 0 && active)\n    out0[o] = sum;\n}\n\n";
       return success();
     }
     begin(op, "", outputs, {op.getX()}, {op.getResult()}, true);

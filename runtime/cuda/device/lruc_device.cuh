@@ -190,6 +190,22 @@ __device__ inline float blockSum(float v) {
   return v;
 }
 
+/// Lane by lane, the sum over the block's warps of `v` (float or double),
+/// added in warp order (the same every run), in warp 0; every thread of the
+/// block must call it.
+template <typename T> __device__ inline T sumOverWarps(T v) {
+  __shared__ T partial[32][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  partial[warp][lane] = v;
+  __syncthreads();
+  T total = 0;
+  if (warp == 0)
+    for (int w = 0; w < int(blockDim.x / 32); ++w)
+      total += partial[w][lane];
+  __syncthreads(); // partial is reused by the next call
+  return total;
+}
+
 __device__ inline cfloat blockSum(cfloat v) {
   float re = blockSum(v.re);
   return cfloat(re, blockSum(v.im));
