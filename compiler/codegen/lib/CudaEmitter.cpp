@@ -7,9 +7,10 @@
 // emitter uses (EmitSupport.h), a thread per element, or for a group with a
 // scan a block per (sequence, 32 channels) walking time in tiles (see
 // writeTiledScan); the structural ops get kernels of their own. Matmuls
-// have none: they are cuBLAS calls of the host schedule. The source starts with the device prelude
-// (runtime/cuda/device/lruc_device.cuh) and ends with the launch plan of
-// each function: its kernels in order with their thread counts.
+// have none: they are cuBLAS calls of the host schedule. The source starts
+// with the device prelude (runtime/cuda/device/lruc_device.cuh) and ends
+// with the launch plan of each function: its kernels in order with their
+// thread counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -153,7 +154,7 @@ private:
     // A thread per element, or per (chunk, column) for a group with sums;
     // a scan group: a block per (sequence, 32 channels).
     std::string threads =
-        scan ? "B * " + std::to_string(scanChannelBlocks(layout)) + " * " +
+        scan ? "B * " + std::to_string(columnBlocks(layout)) + " * " +
                    std::to_string(kCudaBlockThreads)
         : layout.sums ? "(" + layout.chunks + ") * " + layout.last
                       : productExpr(op.getLoopType().getShape());
@@ -222,11 +223,9 @@ private:
     // Then a block per 32 columns adds the rows of partial sums into the
     // first: warp w the rows w, w + kWarps, ... in double, then warp 0 the
     // warps' totals in order (a fixed order: sums repeat exactly).
-    int64_t columns = 0;
-    StringRef(layout.last).getAsInteger(10, columns);
     const int warps = kCudaBlockThreads / 32;
     begin(op, "_sums",
-          std::to_string((columns + 31) / 32) + " * " +
+          std::to_string(columnBlocks(layout)) + " * " +
               std::to_string(kCudaBlockThreads),
           {}, sums);
     current->back().synchronises = true;
@@ -260,16 +259,17 @@ private:
     return "state" + part.str();
   }
 
-  /// Blocks of 32 channels a scan group's sequence takes.
-  static int64_t scanChannelBlocks(const FusedLayout &layout) {
-    int64_t channels = 0;
-    llvm::StringRef(layout.last).getAsInteger(10, channels);
-    return (channels + 31) / 32;
+  /// Blocks of 32 columns of a nested group's last dim (a scan group's
+  /// channels): the lanes of a warp take neighbouring columns.
+  static int64_t columnBlocks(const FusedLayout &layout) {
+    int64_t columns = 0;
+    llvm::StringRef(layout.last).getAsInteger(10, columns);
+    return (columns + 31) / 32;
   }
 
   /// The body of a scan group's kernel, a block per (sequence s, 32
-  /// channels j), in tiles of kScanTileSteps steps: warp w of the block
-  /// takes steps [w, w + 1) * kScanStepsPerThread of each tile. First each
+  /// channels j), in tiles of kWarps * kScanStepsPerThread steps: warp w
+  /// of the block takes steps [w, w + 1) * kScanStepsPerThread of each. First each
   /// thread runs its steps from a zero state, keeping only the end state
   /// and the product of λ (FusedBody's first pass: the compiler drops
   /// whatever feeds only the stores); the block then chains the warps'
@@ -289,7 +289,7 @@ private:
     SmallVector<std::string> parts =
         complex ? SmallVector<std::string>{"re", "im"}
                 : SmallVector<std::string>{""};
-    int64_t groups = scanChannelBlocks(layout);
+    int64_t groups = columnBlocks(layout);
     const int warps = kCudaBlockThreads / 32;
     os << "  constexpr int kWarps = " << warps
        << ", kStepsPerThread = " << kScanStepsPerThread
@@ -320,12 +320,13 @@ private:
        << "    const int64_t k1 = k0 + warp * kStepsPerThread;\n"
        << "    const int64_t k2 = k1 + kStepsPerThread < " << layout.steps
        << " ? k1 + kStepsPerThread : " << layout.steps << ";\n";
-    auto declare = [&](StringRef name, StringRef zero, StringRef one) {
+    // `name` = `value` (real), or its parts `value` + 0i (complex).
+    auto declare = [&](StringRef name, StringRef value) {
       if (complex)
-        os << "    float " << name << "re = " << zero << ", " << name
+        os << "    float " << name << "re = " << value << ", " << name
            << "im = 0.0f;\n";
       else
-        os << "    float " << name << " = " << one << ";\n";
+        os << "    float " << name << " = " << value << ";\n";
     };
     auto stepHeader = [&] {
       os << "    for (int64_t k = k1; active && k < k2; ++k) {\n"
@@ -337,8 +338,8 @@ private:
          << "    const int64_t i = o * " << layout.last << " + j;\n";
     };
     // Pass 1: from zero, the end state and the product of λ.
-    declare("state", "0.0f", "0.0f");
-    declare("product", "1.0f", "1.0f");
+    declare("state", "0.0f");
+    declare("product", "1.0f");
     stepHeader();
     if (failed(element.writeElement(
             os, stateNamed, sumOf, {},
