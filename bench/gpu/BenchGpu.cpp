@@ -186,6 +186,9 @@ int main(int argc, char **argv) try {
   // Each kernel's achieved bandwidth: the bytes of its arrays
   // (lruc_gpu_model::kernel_bytes) over its time, one timed call each of
   // forward and backward, against the copy bandwidth.
+  auto bytesOf = [&](int k) {
+    return double(g->kernel_bytes[2 * k] * batch + g->kernel_bytes[2 * k + 1]);
+  };
   auto timedCall = [&](const char *what, auto &&call) {
     sync();
     device->timeKernels(true);
@@ -204,8 +207,7 @@ int main(int argc, char **argv) try {
       allMs += ms[size_t(k)];
       if (std::string(g->kernels[k]).find("_scan") != std::string::npos) {
         scanMs += ms[size_t(k)];
-        scanBytes += double(g->kernel_bytes[2 * k] * batch +
-                            g->kernel_bytes[2 * k + 1]);
+        scanBytes += bytesOf(k);
       }
     }
     std::sort(order.begin(), order.end(),
@@ -214,9 +216,7 @@ int main(int argc, char **argv) try {
                 order.size(), allMs);
     for (size_t n = 0; n < order.size() && n < 8; ++n) {
       int k = order[n];
-      double bytes = double(g->kernel_bytes[2 * k] * batch +
-                            g->kernel_bytes[2 * k + 1]);
-      double rate = bytes / (ms[size_t(k)] * 1e-3);
+      double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
       std::printf("  %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
                   g->kernels[k], ms[size_t(k)], rate / 1e9,
                   100 * rate / bandwidth);
