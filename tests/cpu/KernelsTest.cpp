@@ -36,6 +36,7 @@
 #include <complex>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -1051,6 +1052,49 @@ TEST(CpuThreads, DropoutMaskDoesNotDependOnTheThreadCount) {
               lruc::core::dropoutKeep(uint64_t(key[0]), uint32_t(key[1]), site,
                                       uint64_t(i), rate))
         << "position " << i;
+}
+
+/// The values step mode keeps from one call to the next follow the exact
+/// bits of the parameter ranges they were computed from, and only those.
+TEST(StepConstantsLease, IsCurrentOnlyForTheBitsItWasComputedFrom) {
+  using Lease = lruc::cpu::StepConstantsLease;
+  std::vector<float> params(8, 1.0f), state(4, 2.0f);
+  const Lease::Range ranges[] = {{false, 2, 3}, {true, 1, 2}};
+  auto lease = [&] {
+    return std::make_unique<Lease>(64, params.data(), state.data(), ranges, 2);
+  };
+  {
+    auto first = lease();
+    EXPECT_FALSE(first->current());
+    reinterpret_cast<float *>(first->data())[0] = 42.0f;
+    first->computed();
+    EXPECT_TRUE(first->current());
+  }
+  {
+    // The same stream of calls gets its values back.
+    auto again = lease();
+    EXPECT_TRUE(again->current());
+    EXPECT_EQ(reinterpret_cast<float *>(again->data())[0], 42.0f);
+    // A call while this one runs gets values of its own.
+    EXPECT_FALSE(lease()->current());
+  }
+  params[0] = 5.0f; // outside the ranges
+  state[3] = 5.0f;
+  EXPECT_TRUE(lease()->current());
+  params[4] = 3.0f; // the last float of a params range
+  EXPECT_FALSE(lease()->current());
+  lease()->computed();
+  EXPECT_TRUE(lease()->current());
+  state[1] = -2.0f; // the first float of the state range
+  EXPECT_FALSE(lease()->current());
+  state[1] = 2.0f; // back to what they were computed from, but not
+                   // recorded: a failed call must not count as computed
+  EXPECT_FALSE(lease()->current());
+  lease()->computed();
+  params[2] = -0.0f;
+  lease()->computed();
+  params[2] = 0.0f; // equal as floats, not as bits
+  EXPECT_FALSE(lease()->current());
 }
 
 } // namespace

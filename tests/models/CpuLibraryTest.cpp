@@ -729,6 +729,35 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   if (module->lookupSymbol("step")) {
     expectStepModeMatches(m, forward, evalArgs, *store, params, state, kBatch,
                           c.name);
+    if (HasFatalFailure())
+      return;
+    // Again after the parameters change, then the running statistics: the
+    // values the library keeps from one call to the next (those computed
+    // from parameters alone, lru.step_constant) must follow them.
+    std::vector<float> params2 = params, state2 = state;
+    for (size_t k = 0; k < params2.size(); ++k)
+      params2[k] += 0.05f * std::sin(float(k));
+    for (float &v : state2)
+      v = 1.5f * v + 0.1f; // a variance stays positive
+    lruc::ParameterStore store2 = *store;
+    for (int i = 0; i < m.num_params + m.num_state; ++i) {
+      bool isState = i >= m.num_params;
+      const lruc_param_info &info =
+          isState ? m.state[i - m.num_params] : m.params[i];
+      const float *block = isState ? state2.data() : params2.data();
+      std::vector<double> &values = store2.at(info.name).re;
+      for (size_t k = 0; k < info.size; ++k)
+        values[k] = block[info.offset + k];
+    }
+    lruc::ParameterStore mixed = store2;
+    for (int s = 0; s < m.num_state; ++s)
+      mixed.at(m.state[s].name) = store->at(m.state[s].name);
+    expectStepModeMatches(m, forward, evalArgs, mixed, params2, state, kBatch,
+                          c.name + " (new parameters)");
+    if (HasFatalFailure())
+      return;
+    expectStepModeMatches(m, forward, evalArgs, store2, params2, state2,
+                          kBatch, c.name + " (new running statistics)");
   } else {
     EXPECT_EQ(m.step, nullptr);
     ASSERT_NE(m.step_unavailable, nullptr);

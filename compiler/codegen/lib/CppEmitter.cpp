@@ -167,7 +167,7 @@ public:
     if (failed(planned))
       return failure();
     plan = std::move(*planned);
-    os << "  // " << plan.slotOf.size() << " buffers in " << plan.slots.size()
+    os << "  // " << plan.slotOf.size() << " buffers in " << plan.offsets.size()
        << " slots of one workspace.\n";
     os << "  const lruc::cpu::WorkspaceLease lease(" << plan.total.perExample
        << " * B + " << plan.total.fixed << ");\n";
@@ -189,6 +189,7 @@ public:
       for (auto group : func.getBody().front().getOps<lru::FusedOp>())
         for (lru::MatmulOp matmul : group.getEpilogueMatmuls())
           epilogueMatmuls.insert(matmul);
+    bool stepConstants = emitStepConstantsLease(func);
     for (Operation &op : func.getBody().front()) {
       for (Value result : op.getResults())
         if (failed(checkType(&op, result)))
@@ -199,8 +200,17 @@ public:
       std::string start = "p" + std::to_string(counter++);
       if (timed)
         os << "  const auto " << start << " = profileNow();\n";
+      bool constant = op.hasAttr(kStepConstantAttr);
+      if (constant) {
+        // Named before the block, read after it.
+        for (Value result : op.getResults())
+          define(result);
+        os << "  if (!constants.current()) {\n";
+      }
       if (failed(emitOp(&op)))
         return failure();
+      if (constant)
+        os << "  }\n";
       if (timed) {
         os << "  profileAdd(" << profiled.size() << ", " << start << ", "
            << bytesMoved(&op) << ", " << flopsOf(&op) << ");\n";
@@ -212,6 +222,8 @@ public:
             {func.getSymName().str(), name, describeLocation(op.getLoc())});
       }
     }
+    if (stepConstants)
+      os << "  if (!constants.current())\n    constants.computed();\n";
     os << "  return true;\n}\n\n";
     // The function's fused loops first, then the function.
     out << kernelText << bodyText;
@@ -234,8 +246,64 @@ private:
     return success();
   }
 
-  /// Names `v`'s buffer: its slot of the workspace (lruc/MemoryPlan.h).
+  /// The values of the function's lru.step_constant ops live in a
+  /// StepConstantsLease (lruc/cpu/Kernels.h) instead of the workspace: the
+  /// ops run only when the parameters they read changed since the last
+  /// call. Declares the lease `constants`; whether the function has any.
+  bool emitStepConstantsLease(func::FuncOp func) {
+    constantOffsets.clear();
+    int64_t bytes = 0;
+    std::vector<std::string> ranges;
+    llvm::DenseSet<Operation *> read;
+    for (Operation &op : func.getBody().front()) {
+      if (!op.hasAttr(kStepConstantAttr))
+        continue;
+      for (Value result : op.getResults()) {
+        constantOffsets[result] = bytes;
+        bytes += bufferSize(result).fixed;
+      }
+      for (Value operand : op.getOperands()) {
+        auto param = operand.getDefiningOp<lru::ParamOp>();
+        if (!param || !read.insert(param).second)
+          continue;
+        const ParamSlot *slot = layout.lookup(param.getName());
+        if (!slot) // emitParam reports it
+          continue;
+        ranges.push_back("{" +
+                         std::string(layout.isState(param.getName())
+                                         ? "true"
+                                         : "false") +
+                         ", " + std::to_string(slot->offset) + ", " +
+                         std::to_string(slot->size) + "}");
+      }
+    }
+    if (constantOffsets.empty())
+      return false;
+    os << "  // What " << constantOffsets.size()
+       << " values computed from parameters alone were computed from.\n"
+          "  static const lruc::cpu::StepConstantsLease::Range kConstantReads[] "
+          "= {\n";
+    for (const std::string &range : ranges)
+      os << "    " << range << ",\n";
+    os << "  };\n  lruc::cpu::StepConstantsLease constants(" << bytes
+       << ", params, state, kConstantReads, " << ranges.size() << ");\n";
+    return true;
+  }
+
+  /// Names `v`'s buffer: its slot of the workspace (lruc/MemoryPlan.h), or
+  /// for a step constant its place in the lease (named once, before its op).
   std::string define(Value v) {
+    auto constant = constantOffsets.find(v);
+    if (constant != constantOffsets.end()) {
+      if (names.count(v))
+        return names.lookup(v);
+      std::string name = "v" + std::to_string(counter++);
+      os << "  auto *" << name << " = reinterpret_cast<"
+         << elementType(v.getType()) << " *>(constants.data() + "
+         << constant->second << ");\n";
+      names[v] = name;
+      return name;
+    }
     std::string name = "v" + std::to_string(counter++);
     ByteSize offset = plan.offsets[plan.slotOf.lookup(v)];
     os << "  auto *" << name << " = reinterpret_cast<"
@@ -806,6 +874,8 @@ private:
   llvm::raw_ostream &os = bodyStream;
   const Layout &layout;
   llvm::DenseMap<Value, std::string> names;
+  /// Each step constant's byte offset in the lease's values.
+  llvm::DenseMap<Value, int64_t> constantOffsets;
   MemoryPlan plan;
   unsigned counter = 0;
   bool profile;
@@ -1595,6 +1665,7 @@ void buildFusionPipeline(OpPassManager &pm, bool recompute) {
 
 void buildCpuPipeline(OpPassManager &pm, bool recompute) {
   buildFusionPipeline(pm, recompute);
+  pm.addNestedPass<func::FuncOp>(createMarkStepConstantsPass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

@@ -33,9 +33,9 @@ int64_t elementBytes(Type element) {
   return int64_t(element.getIntOrFloatBitWidth() / 8);
 }
 
-/// The aligned size of `v`'s buffer: its tensor's, or for a group's sum
-/// every chunk's row of partial sums (lru::FusedOp).
-ByteSize sizeOf(Value v) {
+} // namespace
+
+ByteSize bufferSize(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   int64_t bytes = elementBytes(type.getElementType());
   if (auto group = v.getDefiningOp<lru::FusedOp>())
@@ -58,8 +58,6 @@ ByteSize sizeOf(Value v) {
   bytes = alignUp(bytes);
   return perExample ? ByteSize{bytes, 0} : ByteSize{0, bytes};
 }
-
-} // namespace
 
 bool isStored(Value v) {
   return isa<RankedTensorType>(v.getType()) && !v.getDefiningOp<lru::ParamOp>() &&
@@ -131,7 +129,7 @@ MemoryPlan planMemory(func::FuncOp func) {
     unsigned here = position[&op];
     for (Value result : op.getResults())
       if (isStored(result)) {
-        ByteSize size = sizeOf(result);
+        ByteSize size = bufferSize(result);
         plan.unplanned.perExample += size.perExample;
         plan.unplanned.fixed += size.fixed;
         plan.slotOf[result] = take(size);

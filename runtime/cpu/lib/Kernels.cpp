@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <tuple>
@@ -754,6 +755,90 @@ WorkspaceLease::~WorkspaceLease() {
   WorkspaceFreeList &list = workspaces();
   std::lock_guard<std::mutex> lock(list.mutex);
   list.blocks.emplace_back(data_, size_);
+}
+
+struct StepConstantsLease::Values {
+  char *data = nullptr;
+  std::size_t size = 0;
+  std::vector<float> bits; ///< the ranges' floats the data came from
+  bool valid = false;
+  ~Values() { std::free(data); }
+};
+
+namespace {
+
+/// Step-constant values not lent out, freed when the library unloads.
+struct StepConstantsFreeList {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<StepConstantsLease::Values>> values;
+};
+
+StepConstantsFreeList &stepConstants() {
+  static StepConstantsFreeList list;
+  return list;
+}
+
+} // namespace
+
+StepConstantsLease::StepConstantsLease(std::size_t bytes, const float *params,
+                                       const float *state, const Range *ranges,
+                                       int count)
+    : values_(nullptr), params_(params), state_(state), ranges_(ranges),
+      count_(count), current_(false) {
+  std::unique_ptr<Values> values;
+  {
+    StepConstantsFreeList &list = stepConstants();
+    std::lock_guard<std::mutex> lock(list.mutex);
+    // The last one given back: a single stream of calls gets its own.
+    if (!list.values.empty()) {
+      values = std::move(list.values.back());
+      list.values.pop_back();
+    }
+  }
+  if (!values)
+    values = std::make_unique<Values>();
+  if (values->size < bytes) {
+    std::free(values->data);
+    values->data = nullptr;
+    values->valid = false;
+    values->size = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
+    values->data = static_cast<char *>(std::aligned_alloc(64, values->size));
+    if (!values->data) {
+      values->size = 0;
+      throw std::bad_alloc();
+    }
+  }
+  current_ = values->valid;
+  const float *bits = values->bits.data();
+  for (int r = 0; r < count && current_; ++r) {
+    const Range &range = ranges[r];
+    current_ = bits + range.size <= values->bits.data() + values->bits.size() &&
+               std::memcmp(bits, blockOf(range) + range.offset,
+                           std::size_t(range.size) * sizeof(float)) == 0;
+    bits += range.size;
+  }
+  // The caller is about to overwrite them.
+  if (!current_)
+    values->valid = false;
+  values_ = values.release();
+}
+
+StepConstantsLease::~StepConstantsLease() {
+  StepConstantsFreeList &list = stepConstants();
+  std::lock_guard<std::mutex> lock(list.mutex);
+  list.values.emplace_back(values_);
+}
+
+char *StepConstantsLease::data() const { return values_->data; }
+
+void StepConstantsLease::computed() {
+  std::vector<float> &bits = values_->bits;
+  bits.clear();
+  for (int r = 0; r < count_; ++r)
+    bits.insert(bits.end(), blockOf(ranges_[r]) + ranges_[r].offset,
+                blockOf(ranges_[r]) + ranges_[r].offset + ranges_[r].size);
+  values_->valid = true;
+  current_ = true;
 }
 
 //===----------------------------------------------------------------------===//

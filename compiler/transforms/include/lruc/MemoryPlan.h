@@ -52,6 +52,10 @@ MemoryPlan planMemory(mlir::func::FuncOp func);
 /// the op when the IR has none or an incomplete one.
 mlir::FailureOr<MemoryPlan> readMemoryPlan(mlir::func::FuncOp func);
 
+/// The 64-byte aligned size of `v`'s buffer: its tensor's, or for a group's
+/// sum every chunk's row of partial sums (lru::FusedOp).
+ByteSize bufferSize(mlir::Value v);
+
 /// Whether `v` needs a buffer of its own (parameters do not).
 bool isStored(mlir::Value v);
 

@@ -52,6 +52,11 @@ inline constexpr llvm::StringLiteral kCarryScanAttr = "lru.carry_scan";
 /// sum so far, adds it, and returns the new sum, which every user then reads.
 inline constexpr llvm::StringLiteral kCarrySumAttr = "lru.carry_sum";
 
+/// The unit attribute -lru-mark-step-constants puts on an op of @step that
+/// reads only parameters and constants (directly or through other marked
+/// ops): its results are the same at every step until the parameters change.
+inline constexpr llvm::StringLiteral kStepConstantAttr = "lru.step_constant";
+
 /// `file:line:col` of the first file location inside `loc` (the place in
 /// the model file an op came from), or "" when it has none.
 std::string describeLocation(mlir::Location loc);

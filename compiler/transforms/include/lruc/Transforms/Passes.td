@@ -114,6 +114,21 @@ def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
   ];
 }
 
+def MarkStepConstantsPass
+    : Pass<"lru-mark-step-constants", "mlir::func::FuncOp"> {
+  let summary = "Mark the ops of @step that read only parameters";
+  let description = [{
+    In `@step`, marks each top-level op (a fused group, a lone op) that
+    has no side effects, has static-shaped results and reads only
+    parameters, constants and other marked ops with the unit attribute
+    `lru.step_constant`: BatchNorm's scale from its running variance, the
+    LRU's λ and γ from their logarithms. Their values change only when the
+    parameters do, so a backend may keep them from one token to the next
+    (the CPU library does: docs/backend-cpu.md). Other functions are left
+    alone: they run once per batch, where these ops cost nothing.
+  }];
+}
+
 def PlanMemoryPass : Pass<"lru-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every stored value a slot of one workspace (the kernel-level IR)";
   let description = [{

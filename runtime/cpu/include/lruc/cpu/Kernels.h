@@ -300,6 +300,50 @@ private:
   std::size_t size_;
 };
 
+/// The values of step mode that depend on parameters alone (the ops of
+/// @step marked lru.step_constant: BatchNorm's scale, the LRU's λ and γ),
+/// kept from one call to the next. Lent like a workspace from the library's
+/// own list, so a stream of calls gets its values back and concurrent calls
+/// get different ones. The values remember the bits of the parameters they
+/// were computed from: when `current()` is false the caller computes them
+/// into data() and then calls `computed()`. Throws std::bad_alloc.
+class StepConstantsLease {
+public:
+  /// Floats [offset, offset + size) of the parameter block, or of the
+  /// state block (running statistics).
+  struct Range {
+    bool state;
+    int64_t offset, size;
+  };
+
+  /// `bytes` of values (64-byte aligned) computed from `count` ranges.
+  StepConstantsLease(std::size_t bytes, const float *params,
+                     const float *state, const Range *ranges, int count);
+  ~StepConstantsLease();
+  StepConstantsLease(const StepConstantsLease &) = delete;
+  StepConstantsLease &operator=(const StepConstantsLease &) = delete;
+
+  char *data() const;
+  /// Whether data() holds the values of the parameters at hand: the ranges
+  /// have the bits the values were computed from.
+  bool current() const { return current_; }
+  /// Records that data() now holds the values of the parameters at hand.
+  void computed();
+
+  struct Values; // the values and the parameter bits they came from
+
+private:
+  const float *blockOf(const Range &range) const {
+    return range.state ? state_ : params_;
+  }
+
+  Values *values_;
+  const float *params_, *state_;
+  const Range *ranges_;
+  int count_;
+  bool current_;
+};
+
 } // namespace lruc::cpu
 
 #endif // LRUC_CPU_KERNELS_H
