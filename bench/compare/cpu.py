@@ -82,13 +82,12 @@ def run_lruc(args):
         # inference of a single sequence.
         for rows, label in ((args.batch, "step (per token)"),
                             (1, "step, batch 1")):
-            carry = library.step_reset(rows)
+            stream = library.step_stream(params, state, rows)
 
             def tokens():
                 for t in range(STEP_TOKENS):
-                    library.step(params, state, carry,
-                                 {seq_name: seq[:rows, t:t + 1]})
-            out[label] = timed(tokens, 1) / STEP_TOKENS
+                    stream.step({seq_name: seq[:rows, t:t + 1]})
+            out[label] = timed(tokens, args.repeats) / STEP_TOKENS
     return out
 
 
@@ -151,7 +150,7 @@ def run_torch(args):
                     with torch.no_grad():
                         for t in range(STEP_TOKENS):
                             lru_torch.step(model, seq[:rows, t], carry)
-                times[label] = timed(tokens, 1) / STEP_TOKENS
+                times[label] = timed(tokens, args.repeats) / STEP_TOKENS
         out[form] = times
     return out
 

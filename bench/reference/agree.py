@@ -103,7 +103,24 @@ def lruc_results(library, params, state, inputs, key, lr):
     _, p1, m1, v1, s1 = library.train_step(params, zeros, zeros, state, lr, 1.0,
                                            inputs, key)
     return dict(forward=(loss, preds), train=(t_loss, t_preds, t_state),
-                grad_loss=g_loss, grads=grads, step=(p1, m1, v1, s1))
+                grad_loss=g_loss, grads=grads, step=(p1, m1, v1, s1),
+                stream=lruc_stream(library, params, state, inputs))
+
+
+def lruc_stream(library, params, state, inputs):
+    """lruc's step mode on the first row (full length), through a
+    StepStream: the predictions after the last step (pooled models) or
+    after every step ([1, steps, classes]); None without step mode."""
+    if not library.step_mode:
+        return None
+    names = [i["name"] for i in library.manifest["step"]["inputs"]]
+    steps = np.shape(inputs[names[0]])[1]
+    stream = library.step_stream(params, state, 1)
+    preds = [stream.step({n: inputs[n][:1, t:t + 1] for n in names})[0]
+             for t in range(steps)]
+    if len(library.outputs[1]["shape"]) == 3:  # per-step predictions
+        return np.concatenate(preds, axis=1)
+    return preds[-1]
 
 
 def torch_results(spec, checkpoint, library, inputs, key, lr):
@@ -181,6 +198,9 @@ def compare_all(report, framework, ref, got, library, mask):
     if ref.get("stream") is not None:
         report.compare(framework, "step mode predictions after every step",
                        ref["stream"], got["forward"][1][:1])
+    if got["stream"] is not None:
+        report.compare(framework, "lruc step mode predictions (first row)",
+                       ref["forward"][1][:1], got["stream"])
     report.compare(framework, "train loss", ref["train"][0], got["train"][0])
     report.compare(framework, "train predictions", ref["train"][1],
                    got["train"][1], mask)

@@ -229,19 +229,84 @@ class ModelLibrary:
         self._call(self._model.step_reset, batch, _ptr(carry))
         return carry
 
+    def step_stream(self, params, state, batch, carry=None):
+        """Step mode for `batch` streams: a StepStream."""
+        return StepStream(self, params, state, batch, carry)
+
     def step(self, params, state, carry, inputs):
         """Feeds one step (inputs shaped [batch, 1, ...]); carry in place."""
-        step_info = self.manifest["step"]
-        arrays = [np.ascontiguousarray(inputs[i["name"]],
-                                       _NUMPY_DTYPES[i["dtype"]])
-                  for i in step_info["inputs"]]
-        batch = arrays[0].shape[0]
-        pointers = (ctypes.c_void_p * len(arrays))(
-            *[a.ctypes.data for a in arrays])
-        outputs = [np.zeros([batch if d == -1 else d for d in o["shape"]],
-                            np.float32) for o in step_info["outputs"]]
-        out_ptrs = (_c_float_p * len(outputs))(*[_ptr(a) for a in outputs])
-        state = np.ascontiguousarray(state, np.float32)
-        self._call(self._model.step, batch, _ptr(params), _ptr(state),
-                   _ptr(carry), pointers, out_ptrs)
-        return outputs
+        batch = np.shape(inputs[self.manifest["step"]["inputs"][0]["name"]])[0]
+        return self.step_stream(params, state, batch, carry).step(inputs)
+
+
+def _block(array, floats, what):
+    """`array` itself (not a copy, so that updates in place are seen) as a
+    C-contiguous float32 block of `floats` floats, at least one."""
+    if (not isinstance(array, np.ndarray) or array.dtype != np.float32
+            or not array.flags.c_contiguous or array.size != floats):
+        raise ValueError(f"{what}: expected a C-contiguous float32 array of "
+                         f"{floats} floats")
+    return array if floats else np.zeros(1, np.float32)
+
+
+class StepStream:
+    """Step mode over `batch` streams, its call's arguments made once.
+
+    A serving loop calls `step` once per token; building the ctypes
+    arguments on every call would cost as much as a small model's step.
+    The stream reads the parameter and state blocks it was made with on
+    every step (update them in place, e.g. by a train step, and the next
+    step uses the new values) and owns its carry (the caller's, updated
+    in place, when given); `reset` starts every stream again.
+    """
+
+    def __init__(self, library, params, state, batch, carry=None):
+        model = library._model
+        if not model.step:
+            raise LibraryError(f"{library.name}: no step mode: "
+                               f"{model.step_unavailable.decode()}")
+        info = library.manifest["step"]
+        self.params = _block(params, library.param_floats, "params")
+        self.state = _block(state, library.state_floats, "state")
+        floats = batch * int(model.carry_floats)
+        if carry is None:
+            carry = np.zeros(floats, np.float32)
+        self.carry = _block(carry, floats, "carry")
+        self._names = [i["name"] for i in info["inputs"]]
+        self._inputs = [np.zeros([batch if d == -1 else d for d in i["shape"]],
+                                 _NUMPY_DTYPES[i["dtype"]])
+                        for i in info["inputs"]]
+        self._outputs = [np.zeros([batch if d == -1 else d
+                                   for d in o["shape"]], np.float32)
+                         for o in info["outputs"]]
+        self._error = ctypes.create_string_buffer(4096)
+        self._library = library
+        self._reset = model.step_reset
+        self._step = model.step
+        self._args = (
+            batch, _ptr(self.params), _ptr(self.state), _ptr(self.carry),
+            (ctypes.c_void_p * len(self._inputs))(
+                *[a.ctypes.data for a in self._inputs]),
+            (_c_float_p * len(self._outputs))(
+                *[_ptr(a) for a in self._outputs]),
+            self._error, len(self._error))
+
+    def reset(self):
+        batch, carry = self._args[0], self._args[3]
+        if self._reset(batch, carry, self._error, len(self._error)) != 0:
+            raise LibraryError(f"{self._library.name}: "
+                               f"{self._error.value.decode()}")
+
+    def step(self, inputs):
+        """One token of every stream ({name: [batch, 1, ...]}); the step's
+        outputs (predictions), new arrays."""
+        for name, buffer in zip(self._names, self._inputs):
+            value = inputs[name]
+            if np.shape(value) != buffer.shape:
+                raise ValueError(f"{name}: shape {list(np.shape(value))}, "
+                                 f"the step takes {list(buffer.shape)}")
+            buffer[...] = value
+        if self._step(*self._args) != 0:
+            raise LibraryError(f"{self._library.name}: "
+                               f"{self._error.value.decode()}")
+        return [o.copy() for o in self._outputs]
