@@ -726,6 +726,17 @@ WorkspaceFreeList &workspaces() {
   return list;
 }
 
+/// At least `bytes` (and 64), 64-byte aligned, for std::free; its size in
+/// `size`. Throws std::bad_alloc.
+char *allocateAligned(std::size_t bytes, std::size_t &size) {
+  std::size_t rounded = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
+  auto *data = static_cast<char *>(std::aligned_alloc(64, rounded));
+  if (!data)
+    throw std::bad_alloc();
+  size = rounded;
+  return data;
+}
+
 } // namespace
 
 WorkspaceLease::WorkspaceLease(std::size_t bytes) : data_(nullptr), size_(0) {
@@ -745,10 +756,9 @@ WorkspaceLease::WorkspaceLease(std::size_t bytes) : data_(nullptr), size_(0) {
   if (data_ && size_ >= bytes)
     return;
   std::free(data_);
-  size_ = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
-  data_ = static_cast<char *>(std::aligned_alloc(64, size_));
-  if (!data_)
-    throw std::bad_alloc();
+  data_ = nullptr;
+  size_ = 0;
+  data_ = allocateAligned(bytes, size_);
 }
 
 WorkspaceLease::~WorkspaceLease() {
@@ -800,13 +810,9 @@ StepConstantsLease::StepConstantsLease(std::size_t bytes, const float *params,
   if (values->size < bytes) {
     std::free(values->data);
     values->data = nullptr;
+    values->size = 0;
     values->valid = false;
-    values->size = std::max<std::size_t>((bytes + 63) / 64 * 64, 64);
-    values->data = static_cast<char *>(std::aligned_alloc(64, values->size));
-    if (!values->data) {
-      values->size = 0;
-      throw std::bad_alloc();
-    }
+    values->data = allocateAligned(bytes, values->size);
   }
   current_ = values->valid;
   const float *bits = values->bits.data();
