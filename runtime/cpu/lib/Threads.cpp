@@ -1,8 +1,12 @@
 //===- Threads.cpp - The one thread pool of lruc's CPU kernels ------------===//
 //
-// Workers sleep on a condition variable between parallel regions (no
-// spinning: a 2-core machine has no core to spare for it), take parts of a
-// region from an atomic counter, and the calling thread takes parts too.
+// Workers take parts of a region from an atomic counter, and the calling
+// thread takes parts too. Between regions a worker first spins for a while
+// (kSpin) on the region count, then sleeps on a condition variable; a
+// caller waiting for a worker's last part does the same. Step mode runs a
+// hundred small regions per token: a sleeping thread takes tens of
+// microseconds to wake on a virtual machine, more than a region's work.
+// Nobody spins when the pool has more threads than the machine has cores.
 // One region runs at a time; a caller that finds the pool busy (another
 // thread's region, e.g. concurrent evaluation batches) runs its region
 // alone, so threads never pile up.
@@ -14,6 +18,7 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -24,9 +29,50 @@
 namespace lruc::cpu {
 namespace {
 
+/// How long a thread polls before it sleeps, unless LRUC_SPIN_US says:
+/// longer than the gaps between a step's regions and between the tokens of
+/// a stream, short enough that an idle pool gives its cores back at once to
+/// a person's eye.
+constexpr std::chrono::microseconds kSpin(100);
+
+/// LRUC_SPIN_US (0: sleep at once, for a machine shared with other work),
+/// else kSpin; none when the pool has more threads than the machine cores.
+std::chrono::microseconds spinFor(int threads) {
+  if (unsigned(threads) > std::thread::hardware_concurrency())
+    return std::chrono::microseconds(0);
+  if (const char *env = std::getenv("LRUC_SPIN_US")) {
+    char *end = nullptr;
+    long us = std::strtol(env, &end, 10);
+    if (end != env && *end == 0 && us >= 0)
+      return std::chrono::microseconds(us);
+  }
+  return kSpin;
+}
+
+/// Polls `ready` until it holds (true) or `limit` has passed (false).
+template <class Ready>
+bool spinUntil(Ready ready, std::chrono::microseconds limit) {
+  if (ready())
+    return true;
+  if (limit.count() == 0)
+    return false;
+  auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready())
+        return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= end)
+      return ready();
+  }
+}
+
 class ThreadPool {
 public:
-  explicit ThreadPool(int threads) {
+  explicit ThreadPool(int threads) : spin_(spinFor(threads)) {
     for (int i = 1; i < threads; ++i)
       workers_.emplace_back([this] { work(); });
   }
@@ -54,16 +100,20 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       region.generation = ++generation_;
       current_ = &region;
+      published_.store(region.generation, std::memory_order_release);
     }
     wake_.notify_all();
     int64_t count = region.take();
     std::unique_lock<std::mutex> lock(mutex_);
     region.done += count;
+    region.noteIfComplete();
+    lock.unlock();
+    spinUntil([&] { return region.complete.load(std::memory_order_acquire); },
+              spin_);
+    lock.lock();
     // Every part done, and no worker still holds the region (it lives on
     // this stack frame).
-    finished_.wait(lock, [&] {
-      return region.done == region.parts && region.users == 0;
-    });
+    finished_.wait(lock, [&] { return region.complete.load(); });
     current_ = nullptr;
     return true;
   }
@@ -78,6 +128,17 @@ private:
     uint64_t generation = 0;
     int64_t done = 0, users = 0; // under mutex_
     std::atomic<int64_t> next{0};
+    /// Every part done and no worker inside: set under mutex_, polled
+    /// without it by the caller.
+    std::atomic<bool> complete{false};
+
+    /// Sets `complete` when it holds; call under mutex_. True if it does.
+    bool noteIfComplete() {
+      if (done != parts || users != 0)
+        return false;
+      complete.store(true, std::memory_order_release);
+      return true;
+    }
 
     /// Runs parts until none is left; returns how many it ran.
     int64_t take() {
@@ -91,9 +152,21 @@ private:
   void work() {
     uint64_t seen = 0;
     for (;;) {
+      bool news = spinUntil(
+          [&] {
+            return published_.load(std::memory_order_acquire) != seen ||
+                   stop_.load(std::memory_order_relaxed);
+          },
+          spin_);
       Region *region;
       {
         std::unique_lock<std::mutex> lock(mutex_);
+        if (news && !stop_ && !current_) {
+          // The region came and went while this worker spun (the others
+          // took every part): spin on for the next instead of sleeping.
+          seen = generation_;
+          continue;
+        }
         wake_.wait(lock, [&] {
           return stop_ || (current_ && current_->generation != seen);
         });
@@ -101,13 +174,16 @@ private:
           return;
         region = current_;
         seen = region->generation;
+        // The caller may have seen every part done already; it waits again
+        // until this worker leaves.
         ++region->users;
+        region->complete.store(false, std::memory_order_relaxed);
       }
       int64_t count = region->take();
       std::lock_guard<std::mutex> lock(mutex_);
       region->done += count;
       --region->users;
-      if (region->done == region->parts && region->users == 0)
+      if (region->noteIfComplete())
         finished_.notify_all();
     }
   }
@@ -116,9 +192,12 @@ private:
   std::mutex regionMutex_; // one region at a time
   std::mutex mutex_;
   std::condition_variable wake_, finished_;
-  bool stop_ = false;
-  uint64_t generation_ = 0;
-  Region *current_ = nullptr;
+  const std::chrono::microseconds spin_;
+  std::atomic<bool> stop_{false}; // written under mutex_
+  uint64_t generation_ = 0;       // under mutex_
+  /// generation_, for workers to poll without the mutex.
+  std::atomic<uint64_t> published_{0};
+  Region *current_ = nullptr; // under mutex_
 };
 
 /// LRUC_NUM_THREADS, else every core.
