@@ -60,13 +60,14 @@ def make_inputs(library, batch, seed=0):
 
 
 def run_lruc(args):
-    from lruc_library import ModelLibrary
+    from lruc_library import ModelLibrary, blas_core
     library = ModelLibrary(args.library)
     params, state = library.init(1)
     inputs = make_inputs(library, args.batch)
     key = (1, 1)
     zeros = np.zeros_like(params)
-    out = {} if args.step_only else {
+    out = {"blas": blas_core()}
+    out.update({} if args.step_only else {
         "forward": timed(lambda: library.forward(params, state, inputs),
                          args.repeats),
         "forward+backward": timed(
@@ -74,7 +75,7 @@ def run_lruc(args):
         "train step": timed(
             lambda: library.train_step(params, zeros, zeros, state, 1e-3, 1.0,
                                        inputs, key), args.repeats),
-    }
+    })
     if library.step_mode:
         seq_name = library.manifest["step"]["inputs"][0]["name"]
         seq = inputs[seq_name]
@@ -94,7 +95,7 @@ def run_lruc(args):
 def run_torch(args):
     import torch
     import lru_torch
-    from lruc_library import ModelLibrary
+    from lruc_library import ModelLibrary, blas_core
     from model_spec import load_spec
     torch.set_num_threads(os.cpu_count())
     n = 1024
@@ -102,7 +103,8 @@ def run_torch(args):
     gemm = timed(lambda: torch.mm(a, b), 5)
     out = {"sgemm GFLOP/s": 2 * n ** 3 / gemm / 1e9,
            "torch": torch.__version__,
-           "threads": torch.get_num_threads()}
+           "threads": torch.get_num_threads(),
+           "blas": blas_core("libblas.so.3")}  # what Debian's torch links
     library = ModelLibrary(args.library)  # for the manifest and input shapes
     spec = load_spec(args.lruc, args.model, args.define_map)
     inputs = {k: torch.as_tensor(v) for k, v in
@@ -182,11 +184,13 @@ def compare(args):
                    (["--no-train"] if args.defines else []), check=True)
     lruc = side(args, "lruc")
     torch = side(args, "torch")
+    lruc_blas = lruc.pop("blas")
     name = pathlib.Path(args.model).stem
     print(f"== {name} {' '.join('-D' + d for d in args.defines)} "
           f"(batch {args.batch}); PyTorch {torch['torch']}, "
           f"{torch['threads']} threads, sgemm {torch['sgemm GFLOP/s']:.0f} "
-          f"GFLOP/s")
+          f"GFLOP/s; OpenBLAS kernels: lruc {lruc_blas}, PyTorch "
+          f"{torch['blas']}")
     print(f"{'':18} {'lruc ms':>10} {'torch scan':>11} {'torch fft':>10} "
           f"{'speed-up':>9}")
     rows = {}
@@ -206,6 +210,7 @@ def compare(args):
             print(f"  torch {f}: skipped, {torch[f]['skipped']}")
     print()
     return {"model": name, "batch": args.batch, "torch": torch["torch"],
+            "blas": {"lruc": lruc_blas, "torch": torch["blas"]},
             "sgemm_gflops": torch["sgemm GFLOP/s"], "ops": rows}
 
 

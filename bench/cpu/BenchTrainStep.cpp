@@ -19,6 +19,7 @@
 #include "lruc_model.h"
 #include "lruc_profile.h"
 
+#include <cblas.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -149,8 +150,9 @@ int main(int argc, char **argv) {
 
   std::printf("model %s, batch %lld, %lld steps per sequence\n", m->name,
               (long long)batch, (long long)steps);
-  std::printf("limits (this run): sgemm %.1f GFLOP/s, memcpy %.1f GB/s "
-              "(read + write)\n", sgemmGflops, copyGBs);
+  std::printf("limits (this run): sgemm %.1f GFLOP/s (OpenBLAS %s kernels), "
+              "memcpy %.1f GB/s (read + write)\n",
+              sgemmGflops, openblas_get_corename(), copyGBs);
   std::printf("forward     %9.1f ms  %10.0f tokens/s\n", forwardTime * 1e3,
               double(batch * steps) / forwardTime);
   std::printf("train_step  %9.1f ms  %10.0f tokens/s  %.2f steps/s\n",

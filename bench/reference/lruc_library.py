@@ -86,6 +86,16 @@ class LibraryError(RuntimeError):
 _NUMPY_DTYPES = {"float": np.float32, "int32_t": np.int32, "int64_t": np.int64}
 
 
+def blas_core(library_name="libopenblas.so.0"):
+    """The kernels OpenBLAS runs in this process (as loaded by now)."""
+    try:
+        blas = ctypes.CDLL(library_name)
+        blas.openblas_get_corename.restype = ctypes.c_char_p
+        return blas.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
+
+
 def _ptr(array, ctype=ctypes.c_float):
     return array.ctypes.data_as(ctypes.POINTER(ctype))
 

@@ -743,11 +743,62 @@ TEST_F(CpuKernels, Matmul) {
   check("nt", {4, 33, 65}, {47, 65}, {4, 33, 47});
   check("nt", {7}, {5, 7}, {5}); // a single row
   check("nt", {3, 0}, {4, 0}, {3, 4}); // nothing to sum: zeros
+  // Few rows (step mode), in both forms whatever OpenBLAS runs: calls of
+  // up to 4 rows, a partial last one, and (k = 1024) blocks of 32 weight
+  // rows with a partial last one; or sgemv per row. 33 rows take one call.
+  using lruc::cpu::FewRowProducts;
+  for (FewRowProducts how :
+       {FewRowProducts::SmallCalls, FewRowProducts::General}) {
+    lruc::cpu::setFewRowProducts(how);
+    for (int64_t rows : {1, 3, 5, 8, 33})
+      for (int64_t n : {1, 19, 40})
+        for (int64_t k : {9, 128, 1024})
+          check("nt", {rows, k}, {n, k}, {rows, n});
+  }
+  lruc::cpu::setFewRowProducts(FewRowProducts::ByBlasKernels);
   check("nn", {2, 3, 5}, {5, 7}, {2, 3, 7});
   check("nn", {4, 33, 47}, {47, 65}, {4, 33, 65});
   check("tn", {2, 3, 5}, {2, 3, 7}, {5, 7});
   check("tn", {3, 33, 20}, {3, 33, 9}, {20, 9}); // 99 rows summed
   check("tn", {0, 3, 5}, {0, 3, 7}, {5, 7});     // no rows: zeros
+}
+
+// Few-row products (step mode) with weights and rows at any offset from a
+// cache line, as the callers' allocations place them: the plain sums.
+TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
+  using lruc::cpu::FewRowProducts;
+  for (FewRowProducts how :
+       {FewRowProducts::SmallCalls, FewRowProducts::General})
+    for (int64_t rows : {1, 3, 8})
+      for (int64_t k : {16, 48, 128})
+        for (int64_t offset = 0; offset < 16; offset += 3) {
+          const int64_t n = 21;
+          std::vector<float> aBlock(size_t(rows * k + 32)),
+              wBlock(size_t(n * k + 32));
+          auto lineAligned = [](std::vector<float> &block) {
+            auto address = reinterpret_cast<uintptr_t>(block.data());
+            return block.data() + (64 - address % 64) % 64 / sizeof(float);
+          };
+          float *a = lineAligned(aBlock) + (offset + 5) % 16;
+          float *w = lineAligned(wBlock) + offset;
+          for (int64_t i = 0; i < rows * k; ++i)
+            a[i] = float(std::sin(0.7 * double(i)));
+          for (int64_t i = 0; i < n * k; ++i)
+            w[i] = float(std::cos(0.3 * double(i)));
+          std::vector<float> y(size_t(rows * n), -7);
+          lruc::cpu::matmulNT(a, w, rows, n, k, y.data());
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t i = 0; i < k; ++i)
+                sum += double(a[r * k + i]) * double(w[j * k + i]);
+              ASSERT_NEAR(y[size_t(r * n + j)], sum, 1e-5 * (1 + std::abs(sum)))
+                  << "form " << int(how) << ", rows " << rows << ", k " << k
+                  << ", W at " << offset << " floats past a line, y[" << r
+                  << ", " << j << "]";
+            }
+        }
+  lruc::cpu::setFewRowProducts(FewRowProducts::ByBlasKernels);
 }
 
 TEST_F(CpuKernels, GatherAndScatterAdd) {

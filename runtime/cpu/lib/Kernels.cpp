@@ -21,12 +21,15 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -401,15 +404,63 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
 
 namespace {
 
+std::atomic<FewRowProducts> fewRowProducts{FewRowProducts::ByBlasKernels};
+
+/// Whether few-row products go as small sgemm calls: where OpenBLAS runs
+/// its AVX-512 kernels, which multiply small products directly. Its AVX2
+/// kernels pack B on every call and lose to sgemv per row up to 8 rows
+/// (bench/cpu/BenchSmallGemm.cpp, 2-core AMD EPYC: 2-4 times slower at 1-4
+/// rows).
+bool fewRowsAsSmallCalls() {
+  static const bool avx512 = [] {
+    std::string core = openblas_get_corename();
+    std::transform(core.begin(), core.end(), core.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    return core == "skylakex" || core == "cooperlake" ||
+           core == "sapphirerapids";
+  }();
+  switch (fewRowProducts.load(std::memory_order_relaxed)) {
+  case FewRowProducts::SmallCalls:
+    return true;
+  case FewRowProducts::General:
+    return false;
+  case FewRowProducts::ByBlasKernels:
+    break;
+  }
+  return avx512;
+}
+
 /// Rows [m0, m1) and columns [n0, n1) of C[m, n] = op(A) op(B), op(A)
 /// [m, k], row-major, through OpenBLAS on the calling thread; k > 0.
 void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, const float *b, float *c, int64_t m0,
               int64_t m1, int64_t n0, int64_t n1) {
   blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
-  constexpr int64_t kVectorRows = 8;
+  constexpr int64_t kVectorRows = 8, kFewRows = 32;
   const float *rows = transA ? a + m0 : a + m0 * k;
   const float *columns = transB ? b + n0 * k : b + n0;
+  if (m1 - m0 > 1 && m1 - m0 <= kFewRows && !transA && transB &&
+      fewRowsAsSmallCalls()) {
+    // A few rows times a weight in PyTorch's [out, in] layout (step mode:
+    // a row per sequence). Calls of up to 4 rows and 2^17 multiply-adds stay
+    // small for OpenBLAS and run at 1.2 to 2 times the rate of one call for
+    // all the rows or of sgemv per row (one row: sgemv is faster). Row
+    // chunks inner, so that each block of B is read from memory once and
+    // then from L2.
+    constexpr int64_t kChunkRows = 4, kChunkWork = int64_t(1) << 17;
+    int64_t block =
+        std::max<int64_t>(16, kChunkWork / (kChunkRows * k) / 16 * 16);
+    for (int64_t b0 = n0; b0 < n1; b0 += block) {
+      int64_t b1 = std::min(n1, b0 + block);
+      for (int64_t r0 = m0; r0 < m1; r0 += kChunkRows) {
+        int64_t r1 = std::min(m1, r0 + kChunkRows);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(r1 - r0),
+                    blasint(b1 - b0), blasint(k), 1.0f, a + r0 * k, lda,
+                    b + b0 * k, ldb, 0.0f, c + r0 * n + b0, blasint(n));
+      }
+    }
+    return;
+  }
   if (m1 - m0 <= kVectorRows) {
     // Products with a few vectors: sgemv reads B as it is, where
     // OpenBLAS's sgemm first copies it into its packed layout (more than
@@ -505,6 +556,10 @@ void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
 void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y) {
   gemmRows(false, row0, row1, k, n, x, w, y);
+}
+
+void setFewRowProducts(FewRowProducts how) {
+  fewRowProducts.store(how, std::memory_order_relaxed);
 }
 
 bool gather(const float *table, int64_t vocab, int64_t width,

@@ -217,6 +217,15 @@ void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
 void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y);
 
+/// How matmulNT multiplies 2 to 32 rows (step mode's batch) by a weight:
+/// as small sgemm calls of up to 4 rows, or as the general path does (one
+/// sgemv per row up to 8 rows, else one sgemm). By default the first where
+/// OpenBLAS runs its AVX-512 kernels (which multiply small products without
+/// packing B), else the second. Tests and benchmarks choose; both compute
+/// the same products.
+enum class FewRowProducts { ByBlasKernels, SmallCalls, General };
+void setFewRowProducts(FewRowProducts how);
+
 /// y[i, :] = table[indices[i], :] for i < count; table is [vocab, width].
 bool gather(const float *table, int64_t vocab, int64_t width,
             const int32_t *indices, int64_t count, float *y,
