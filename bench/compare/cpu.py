@@ -197,13 +197,13 @@ def compare(args):
     for op, t in lruc.items():
         ref = [torch[f][op] for f in ("scan", "fft")
                if op in torch.get(f, {})]
-        cell = lambda f: (f"{torch[f][op] * 1e3:10.2f}" if op in torch.get(f, {})
+        cell = lambda f: (f"{torch[f][op] * 1e3:10.3f}" if op in torch.get(f, {})
                           else f"{'-':>10}")
         ratio = min(ref) / t if ref else float("nan")
         rows[op] = {"lruc_s": t, "speedup": ratio,
                     **{f"torch_{f}_s": torch[f].get(op)
                        for f in ("scan", "fft") if "skipped" not in torch[f]}}
-        print(f"{op:18} {t * 1e3:10.2f} {cell('scan'):>11} {cell('fft')} "
+        print(f"{op:18} {t * 1e3:10.3f} {cell('scan'):>11} {cell('fft')} "
               f"{ratio:8.1f}x")
     for f in ("scan", "fft"):
         if "skipped" in torch[f]:
