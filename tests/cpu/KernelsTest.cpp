@@ -885,8 +885,8 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
   expectClose(dlogits, grad);
 }
 
-// 400 elements: 12 groups of 8 Philox blocks and 4 blocks alone; 111: a
-// partial last block.
+// 400 elements: 12 groups of 8 Philox blocks (6 of 16 with AVX-512) and 4
+// blocks alone; 111: a partial last block.
 TEST_F(CpuKernels, DropoutMaskKeepsTheInterpretersPositions) {
   for (Dims dims : {Dims{4, 100}, Dims{3, 37}}) {
   // Nonzero values, so a kept element is never 0.

@@ -659,29 +659,44 @@ namespace {
 // Random123's philox4x32 constants (runtime/core/lib/Random.cpp).
 constexpr uint32_t kPhiloxM0 = 0xD2511F53, kPhiloxM1 = 0xCD9E8D57;
 constexpr uint32_t kPhiloxW0 = 0x9E3779B9, kPhiloxW1 = 0xBB67AE85;
+#if defined(__AVX512F__)
+constexpr int64_t kPhiloxLanes = 16;
+#else
 constexpr int64_t kPhiloxLanes = 8;
+#endif
 
-// Eight lanes of 32-bit words, and four of 64, as GCC/Clang vectors.
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint64_t U64x4 __attribute__((vector_size(32)));
+// kPhiloxLanes lanes of 32-bit words, and half as many of 64, as GCC/Clang
+// vectors: one AVX-512 or AVX2 register each.
+typedef uint32_t U32xL __attribute__((vector_size(4 * kPhiloxLanes)));
+typedef uint64_t U64xH __attribute__((vector_size(4 * kPhiloxLanes)));
 
-/// The 64-bit products m * c of eight lanes, as their high and low words:
-/// the even and odd lanes widened separately. With AVX2, one vpmuludq each:
-/// written as 64-bit vector products, GCC 12 expands them into shifts and
-/// adds, which made Philox two to three times slower.
-inline void mulHiLo(uint32_t m, U32x8 c, U32x8 &hi, U32x8 &lo) {
+/// The 64-bit products m * c of every lane, as their high and low words:
+/// the even and odd lanes widened separately, one vpmuludq each. Written as
+/// 64-bit vector products, GCC 12 expands them into shifts and adds, which
+/// made Philox two to three times slower.
+inline void mulHiLo(uint32_t m, U32xL c, U32xL &hi, U32xL &lo) {
+#if defined(__AVX512F__)
+  __m512i factor = _mm512_set1_epi32(int(m));
+  U32xL pe = (U32xL)_mm512_mul_epu32((__m512i)c, factor);
+  U32xL po = (U32xL)_mm512_mul_epu32(_mm512_srli_epi64((__m512i)c, 32), factor);
+  lo = __builtin_shufflevector(pe, po, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10,
+                               26, 12, 28, 14, 30);
+  hi = __builtin_shufflevector(pe, po, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11,
+                               27, 13, 29, 15, 31);
+#else
 #if defined(__AVX2__)
   __m256i factor = _mm256_set1_epi32(int(m));
-  U32x8 pe = (U32x8)_mm256_mul_epu32((__m256i)c, factor);
-  U32x8 po = (U32x8)_mm256_mul_epu32(_mm256_srli_epi64((__m256i)c, 32), factor);
+  U32xL pe = (U32xL)_mm256_mul_epu32((__m256i)c, factor);
+  U32xL po = (U32xL)_mm256_mul_epu32(_mm256_srli_epi64((__m256i)c, 32), factor);
 #else
-  U64x4 even = reinterpret_cast<U64x4>(c) & uint64_t(0xffffffff);
-  U64x4 odd = reinterpret_cast<U64x4>(c) >> 32;
-  U32x8 pe = reinterpret_cast<U32x8>(even * uint64_t(m));
-  U32x8 po = reinterpret_cast<U32x8>(odd * uint64_t(m));
+  U64xH even = reinterpret_cast<U64xH>(c) & uint64_t(0xffffffff);
+  U64xH odd = reinterpret_cast<U64xH>(c) >> 32;
+  U32xL pe = reinterpret_cast<U32xL>(even * uint64_t(m));
+  U32xL po = reinterpret_cast<U32xL>(odd * uint64_t(m));
 #endif
   lo = __builtin_shufflevector(pe, po, 0, 8, 2, 10, 4, 12, 6, 14);
   hi = __builtin_shufflevector(pe, po, 1, 9, 3, 11, 5, 13, 7, 15);
+#endif
 }
 
 /// core::philox4x32 of the counters {block, block >> 32, site, step} for
@@ -690,9 +705,8 @@ inline void mulHiLo(uint32_t m, U32x8 c, U32x8 &hi, U32x8 &lo) {
 /// is word j of block first + l; tests/cpu checks them against core's.
 void philoxLanes(uint64_t first, uint32_t site, uint32_t step,
                  core::PhiloxKey key, uint32_t words[4][kPhiloxLanes]) {
-  static_assert(kPhiloxLanes == 8, "one U32x8 per word");
-  U32x8 c0, c1, c2, c3;
-  for (int l = 0; l < 8; ++l) {
+  U32xL c0, c1, c2, c3;
+  for (int l = 0; l < kPhiloxLanes; ++l) {
     uint64_t block = first + uint64_t(l);
     c0[l] = uint32_t(block);
     c1[l] = uint32_t(block >> 32);
@@ -701,7 +715,7 @@ void philoxLanes(uint64_t first, uint32_t site, uint32_t step,
   }
   uint32_t k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
-    U32x8 hi0, lo0, hi1, lo1;
+    U32xL hi0, lo0, hi1, lo1;
     mulHiLo(kPhiloxM0, c0, hi0, lo0);
     mulHiLo(kPhiloxM1, c2, hi1, lo1);
     c0 = hi1 ^ c1 ^ k0;
