@@ -408,9 +408,9 @@ std::atomic<FewRowProducts> fewRowProducts{FewRowProducts::ByBlasKernels};
 
 /// Whether few-row products go as small sgemm calls: where OpenBLAS runs
 /// its AVX-512 kernels, which multiply small products directly. Its AVX2
-/// kernels pack B on every call and lose to sgemv per row up to 8 rows
-/// (bench/cpu/BenchSmallGemm.cpp, 2-core AMD EPYC: 2-4 times slower at 1-4
-/// rows).
+/// kernels pack B on every call: small calls run at ~38 GFLOP/s whatever
+/// the rows, below sgemv per row (42-50) and, from 8 rows, one sgemm
+/// (55-97; bench/cpu/BenchSmallGemm.cpp, one core of a 2-core AMD EPYC).
 bool fewRowsAsSmallCalls() {
   static const bool avx512 = [] {
     std::string core = openblas_get_corename();
@@ -436,7 +436,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               const float *a, const float *b, float *c, int64_t m0,
               int64_t m1, int64_t n0, int64_t n1) {
   blasint lda = blasint(transA ? m : k), ldb = blasint(transB ? k : n);
-  constexpr int64_t kVectorRows = 8, kFewRows = 32;
+  constexpr int64_t kVectorRows = 6, kFewRows = 32;
   const float *rows = transA ? a + m0 : a + m0 * k;
   const float *columns = transB ? b + n0 * k : b + n0;
   if (m1 - m0 > 1 && m1 - m0 <= kFewRows && !transA && transB &&
@@ -466,6 +466,9 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     // OpenBLAS's sgemm first copies it into its packed layout (more than
     // twice the traffic, and reading B is the bound here). B is taken in
     // blocks of columns of ~128 KiB, which stay in cache across the rows.
+    // From 7 rows on the packing pays (step mode on a 2-core AMD EPYC,
+    // OpenBLAS's AVX2 kernels: ListOps and sCIFAR at batch 8 1.15-1.26
+    // times faster with sgemm, at batch 5 and 6 1.3 times slower).
     int64_t block = std::max<int64_t>(16, (int64_t(1) << 15) / k);
     for (int64_t b0 = n0; b0 < n1; b0 += block) {
       int64_t b1 = std::min(n1, b0 + block);

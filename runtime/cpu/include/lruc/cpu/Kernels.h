@@ -219,7 +219,7 @@ void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
 
 /// How matmulNT multiplies 2 to 32 rows (step mode's batch) by a weight:
 /// as small sgemm calls of up to 4 rows, or as the general path does (one
-/// sgemv per row up to 8 rows, else one sgemm). By default the first where
+/// sgemv per row up to 6 rows, else one sgemm). By default the first where
 /// OpenBLAS runs its AVX-512 kernels (which multiply small products without
 /// packing B), else the second. Tests and benchmarks choose; both compute
 /// the same products.
