@@ -32,12 +32,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -1035,6 +1038,40 @@ TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
           ASSERT_EQ(hits[size_t(i)], 1) << threads << " threads, n " << n
                                         << ", grain " << grain << ", " << i;
       }
+  }
+}
+
+// Step mode's pattern: thousands of tiny regions back to back, where
+// workers poll between regions and may join one that the others have
+// already finished; now and then a pause long enough for them to sleep;
+// and two callers at once (one runs alone). Every region must cover each
+// index once and return only when every part is done.
+TEST(CpuThreads, ManySmallRegionsFromOneOrTwoCallers) {
+  ThreadCountGuard guard;
+  auto regions = [](int count, int pauseEvery) {
+    for (int r = 0; r < count; ++r) {
+      const int64_t n = 2 + r % 5;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      lruc::cpu::parallelFor(n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < n; ++i)
+        if (hits[size_t(i)].load() != 1)
+          return false;
+      if (pauseEvery && r % pauseEvery == pauseEvery - 1)
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    return true;
+  };
+  for (int threads : {2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    EXPECT_TRUE(regions(20000, 2000)) << threads << " threads, one caller";
+    bool other = false;
+    std::thread second([&] { other = regions(5000, 0); });
+    EXPECT_TRUE(regions(5000, 0)) << threads << " threads, two callers";
+    second.join();
+    EXPECT_TRUE(other) << threads << " threads, the second caller";
   }
 }
 
