@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/BenchSupport.h"
 #include "lruc/cpu/Kernels.h"
 
 #include <algorithm>
@@ -23,19 +24,6 @@
 namespace {
 
 using lruc::cpu::cfloat;
-
-template <typename F> double medianSeconds(int iters, F &&run) {
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    run();
-    times.push_back(std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Shape {
   const char *name;
@@ -73,11 +61,11 @@ int main(int argc, char **argv) {
     };
     const double bytes = double(count) * 2 * sizeof(cfloat);
     scan(false); // first touch
-    double copy = medianSeconds(iters, [&] {
+    double copy = lruc::bench::median(iters, [&] {
       std::memcpy(x.data(), b.data(), size_t(count) * sizeof(cfloat));
     });
-    double forward = medianSeconds(iters, [&] { scan(false); });
-    double reverse = medianSeconds(iters, [&] { scan(true); });
+    double forward = lruc::bench::median(iters, [&] { scan(false); });
+    double reverse = lruc::bench::median(iters, [&] { scan(true); });
     std::printf("%-28s %7.1f GB/s %5.1f GB/s %5.1f GB/s %7.0f%% %7.0f%%\n",
                 s.name, bytes / copy * 1e-9, bytes / forward * 1e-9,
                 bytes / reverse * 1e-9, 100 * copy / forward,

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/BenchSupport.h"
 #include "lruc/cpu/Kernels.h"
 
 #include <cblas.h>
@@ -25,19 +26,6 @@
 #include <vector>
 
 namespace {
-
-template <typename F> double medianSeconds(int iters, F &&run) {
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    run();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 /// `count` floats starting 16 bytes past a 64-byte line.
 struct Misaligned {
@@ -74,7 +62,7 @@ int main(int argc, char **argv) {
       Misaligned x(size_t(rows * k));
       std::vector<float> y(size_t(rows * n));
       auto time = [&](auto product) {
-        return medianSeconds(iters,
+        return lruc::bench::median(iters,
                              [&] {
                                for (int64_t l = 0; l < layers; ++l)
                                  product(weights.data + l * n * k);

@@ -2,10 +2,11 @@
 //
 // Workers take parts of a region from an atomic counter, and the calling
 // thread takes parts too. Between regions a worker first spins for a while
-// (kSpin) on the region count, then sleeps on a condition variable; a
-// caller waiting for a worker's last part does the same. Step mode runs a
-// hundred small regions per token: a sleeping thread takes tens of
-// microseconds to wake on a virtual machine, more than a region's work.
+// (LRUC_SPIN_US, else kSpin) on the region count, then sleeps on a
+// condition variable; a caller waiting for a worker's last part does the
+// same. Step mode runs tens of small regions per token: a sleeping thread
+// takes tens of microseconds to wake on a virtual machine, more than a
+// region's work.
 // Nobody spins when the pool has more threads than the machine has cores.
 // One region runs at a time; a caller that finds the pool busy (another
 // thread's region, e.g. concurrent evaluation batches) runs its region
