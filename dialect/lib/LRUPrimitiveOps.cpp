@@ -194,7 +194,56 @@ LogicalResult ScanOp::verify() {
   return expectResult(*this, b.getShape(), b.getElementType());
 }
 
+/// The op before `op`, past lru.param ops and constants (which a run of
+/// matmuls run together may have between them); null at the block's start.
+static Operation *previousWorkingOp(Operation *op) {
+  Operation *prev = op->getPrevNode();
+  while (prev && isa<ParamOp, arith::ConstantOp>(prev))
+    prev = prev->getPrevNode();
+  return prev;
+}
+
+/// The op after `op`, past lru.param ops and constants.
+static Operation *nextWorkingOp(Operation *op) {
+  Operation *next = op->getNextNode();
+  while (next && isa<ParamOp, arith::ConstantOp>(next))
+    next = next->getNextNode();
+  return next;
+}
+
+SmallVector<MatmulOp, 2> MatmulOp::getTogetherRun() {
+  SmallVector<MatmulOp, 2> run;
+  if ((*this)->hasAttr(kTogetherAttr))
+    return run;
+  run.push_back(*this);
+  for (Operation *op = nextWorkingOp(*this); op; op = nextWorkingOp(op)) {
+    auto next = dyn_cast<MatmulOp>(op);
+    if (!next || !next->hasAttr(kTogetherAttr))
+      break;
+    run.push_back(next);
+  }
+  return run;
+}
+
 LogicalResult MatmulOp::verify() {
+  if ((*this)->hasAttr(kTogetherAttr)) {
+    auto prev = dyn_cast_or_null<MatmulOp>(previousWorkingOp(*this));
+    if (getKind() == MatmulKind::tn || !prev ||
+        prev.getKind() == MatmulKind::tn)
+      return emitOpError("marked ")
+             << kTogetherAttr
+             << " expects an nt or nn matmul just before it (only lru.param "
+                "ops and constants between), and to be one";
+    // No member of the run may read an earlier member's result.
+    for (MatmulOp earlier = prev; earlier;
+         earlier = earlier->hasAttr(kTogetherAttr)
+                       ? dyn_cast_or_null<MatmulOp>(previousWorkingOp(earlier))
+                       : MatmulOp()) {
+      if (llvm::is_contained(getOperands(), earlier.getResult()))
+        return emitOpError("marked ")
+               << kTogetherAttr << " reads the result of a matmul of its run";
+    }
+  }
   auto lhs = tensorType(getLhs());
   auto rhs = tensorType(getRhs());
   SmallVector<int64_t> shape;

@@ -771,7 +771,8 @@ TEST_F(CpuKernels, Matmul) {
 TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
   using lruc::cpu::FewRowProducts;
   for (FewRowProducts how :
-       {FewRowProducts::SmallCalls, FewRowProducts::General})
+       {FewRowProducts::SmallCalls, FewRowProducts::General}) {
+    lruc::cpu::setFewRowProducts(how);
     for (int64_t rows : {1, 3, 8})
       for (int64_t k : {16, 48, 128})
         for (int64_t offset = 0; offset < 16; offset += 3) {
@@ -801,6 +802,7 @@ TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
                   << ", " << j << "]";
             }
         }
+  }
   lruc::cpu::setFewRowProducts(FewRowProducts::ByBlasKernels);
 }
 
@@ -1021,6 +1023,74 @@ struct ThreadCountGuard {
   int saved = lruc::cpu::threadCount();
   ~ThreadCountGuard() { lruc::cpu::setThreadCount(saved); }
 };
+
+// Products computed together (lru.together runs, epilogues with few rows):
+// each y is its own product's plain sums, every column written once,
+// whether the threads split the columns of all of them (few rows, sizes
+// from one 16-column block to several parts) or each by its rows (many),
+// mixed in one call, with empty products (no rows, no columns, k = 0), on
+// pools of one to eight threads. More products than one region takes.
+TEST(CpuThreads, MatmulsTogetherComputeEachProduct) {
+  ThreadCountGuard guard;
+  struct Shape {
+    int64_t rows, n, k;
+    bool nn;
+  };
+  const std::vector<Shape> shapes = {
+      {1, 256, 128, false}, {1, 256, 128, false}, {1, 128, 256, true},
+      {3, 40, 9, false},    {1, 16, 128, false},  {2, 7, 33, true},
+      {600, 40, 48, false}, {0, 16, 8, false},    {4, 0, 8, true},
+      {5, 21, 0, false},    {1, 19, 1024, false}, {7, 300, 64, true}};
+  for (int threads : {1, 2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    for (size_t count : {size_t(2), size_t(3), shapes.size()}) {
+      std::vector<std::vector<float>> xs, ws, ys;
+      std::vector<lruc::cpu::Matmul> products;
+      for (size_t i = 0; i < count; ++i) {
+        const Shape &s = shapes[i];
+        // nt: y [rows, n] = x [rows, k] w [n, k]^T; nn: y [rows, k] =
+        // x [rows, n] w [n, k].
+        int64_t inner = s.nn ? s.n : s.k, outer = s.nn ? s.k : s.n;
+        xs.push_back(values<float>(s.rows * inner, 0.3 + 0.1 * double(i)));
+        ws.push_back(values<float>(s.n * s.k, 1.7 + 0.1 * double(i)));
+        ys.emplace_back(size_t(s.rows * outer), -7.0f);
+      }
+      for (size_t i = 0; i < count; ++i)
+        products.push_back({xs[i].data(), ws[i].data(), shapes[i].rows,
+                            shapes[i].n, shapes[i].k, ys[i].data(),
+                            shapes[i].nn});
+      // The initializer_list the generated code passes, from the vector.
+      switch (count) {
+      case 2:
+        lruc::cpu::matmulsTogether({products[0], products[1]});
+        break;
+      case 3:
+        lruc::cpu::matmulsTogether({products[0], products[1], products[2]});
+        break;
+      default:
+        lruc::cpu::matmulsTogether(
+            {products[0], products[1], products[2], products[3], products[4],
+             products[5], products[6], products[7], products[8], products[9],
+             products[10], products[11]});
+      }
+      for (size_t i = 0; i < count; ++i) {
+        const Shape &s = shapes[i];
+        int64_t inner = s.nn ? s.n : s.k, outer = s.nn ? s.k : s.n;
+        for (int64_t r = 0; r < s.rows; ++r)
+          for (int64_t j = 0; j < outer; ++j) {
+            double sum = 0;
+            for (int64_t t = 0; t < inner; ++t)
+              sum += double(xs[i][size_t(r * inner + t)]) *
+                     double(ws[i][size_t(s.nn ? t * s.k + j : j * s.k + t)]);
+            ASSERT_NEAR(ys[i][size_t(r * outer + j)], sum,
+                        1e-5 * (1 + std::abs(sum)))
+                << threads << " threads, " << count << " products, product "
+                << i << ", y[" << r << ", " << j << "]";
+          }
+      }
+    }
+  }
+}
 
 TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
   ThreadCountGuard guard;

@@ -185,6 +185,7 @@ public:
     // The matmuls of an epilogue group run in its loop (emitEpilogue) but in
     // a --profile build, which times each op alone.
     epilogueMatmuls.clear();
+    emittedTogether.clear();
     if (!profile)
       for (auto group : func.getBody().front().getOps<lru::FusedOp>())
         for (lru::MatmulOp matmul : group.getEpilogueMatmuls())
@@ -194,8 +195,24 @@ public:
       for (Value result : op.getResults())
         if (failed(checkType(&op, result)))
           return failure();
-      if (epilogueMatmuls.contains(&op))
+      if (epilogueMatmuls.contains(&op) || emittedTogether.contains(&op))
         continue;
+      // A run of matmuls marked lru.together as one call, but in a
+      // --profile build (each op timed alone) and where a step constant
+      // (emitted in its own block) is one of them.
+      if (auto matmul = dyn_cast<lru::MatmulOp>(op); matmul && !profile) {
+        SmallVector<lru::MatmulOp, 2> run = matmul.getTogetherRun();
+        if (run.size() > 1 && llvm::none_of(run, [](lru::MatmulOp m) {
+              return m->hasAttr(kStepConstantAttr);
+            })) {
+          for (lru::MatmulOp member : run)
+            define(member.getResult());
+          os << "  " << matmulsTogetherCall(run) << "\n";
+          for (lru::MatmulOp member : run)
+            emittedTogether.insert(member);
+          continue;
+        }
+      }
       bool timed = profile && !isa<lru::ParamOp, arith::ConstantOp>(op);
       std::string start = "p" + std::to_string(counter++);
       if (timed)
@@ -415,8 +432,10 @@ private:
       products += "    " + matmulCall(matmul, "r0, r1") + "\n";
     writeParallelLoop(*call, products);
     os << "  } else {\n";
-    for (lru::MatmulOp matmul : matmuls)
-      os << "  " << matmulCall(matmul, "") << "\n";
+    os << "  "
+       << (matmuls.size() > 1 ? matmulsTogetherCall(matmuls)
+                              : matmulCall(matmuls.front(), ""))
+       << "\n";
     writeParallelLoop(*call, "");
     os << "  }\n" << call->finish;
     return success();
@@ -425,15 +444,35 @@ private:
   /// The call of an `nt` or `nn` matmul's kernel, of all its rows (the
   /// threads split them), or of `rowRange` ("r0, r1") on the calling thread.
   std::string matmulCall(lru::MatmulOp o, StringRef rowRange) {
-    auto lhs = tensorType(o.getLhs()), rhs = tensorType(o.getRhs());
+    auto lhs = tensorType(o.getLhs());
     std::string kind = o.getKind() == lru::MatmulKind::nt ? "NT" : "NN";
     std::string rows = rowRange.empty()
                            ? productExpr(lhs.getShape().drop_back())
                            : rowRange.str();
     return "lruc::cpu::matmul" + kind + (rowRange.empty() ? "(" : "Rows(") +
-           get(o.getLhs()) + ", " + get(o.getRhs()) + ", " + rows + ", " +
-           dimExpr(rhs.getDimSize(0)) + ", " + dimExpr(rhs.getDimSize(1)) +
-           ", " + get(o.getResult()) + ");";
+           matmulArgs(o, rows) + ");";
+  }
+
+  /// The call that computes `nt` and `nn` matmuls that do not read one
+  /// another's results at once, all their rows (results defined already).
+  std::string matmulsTogetherCall(ArrayRef<lru::MatmulOp> matmuls) {
+    std::string call = "lruc::cpu::matmulsTogether({";
+    for (auto [i, member] : llvm::enumerate(matmuls)) {
+      lru::MatmulOp o = member;
+      std::string rows =
+          productExpr(tensorType(o.getLhs()).getShape().drop_back());
+      call += std::string(i ? ", " : "") + "{" + matmulArgs(o, rows) + ", " +
+              (o.getKind() == lru::MatmulKind::nn ? "true" : "false") + "}";
+    }
+    return call + "});";
+  }
+
+  /// x, w, rows, n, k, y of an `nt` or `nn` matmul's kernel.
+  std::string matmulArgs(lru::MatmulOp o, StringRef rows) {
+    auto rhs = tensorType(o.getRhs());
+    return get(o.getLhs()) + ", " + get(o.getRhs()) + ", " + rows.str() +
+           ", " + dimExpr(rhs.getDimSize(0)) + ", " +
+           dimExpr(rhs.getDimSize(1)) + ", " + get(o.getResult());
   }
 
   /// An lru.multi_tensor: its groups' loops as one parallel loop over the
@@ -882,6 +921,8 @@ private:
   std::vector<ProfiledOp> profiled;
   /// The function's matmuls that run in an epilogue group's loop.
   llvm::DenseSet<Operation *> epilogueMatmuls;
+  /// The function's matmuls emitted so far as part of a run (lru.together).
+  llvm::DenseSet<Operation *> emittedTogether;
 };
 
 //===----------------------------------------------------------------------===//
@@ -1665,6 +1706,7 @@ void buildFusionPipeline(OpPassManager &pm, bool recompute) {
 
 void buildCpuPipeline(OpPassManager &pm, bool recompute) {
   buildFusionPipeline(pm, recompute);
+  pm.addNestedPass<func::FuncOp>(createGroupMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createMarkStepConstantsPass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }

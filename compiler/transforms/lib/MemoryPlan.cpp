@@ -95,6 +95,20 @@ MemoryPlan planMemory(func::FuncOp func) {
           heldUntil[group].push_back(operand);
         }
 
+  // So may a run of matmuls computed together (lru.together): each
+  // operand stays alive until the run's last matmul.
+  for (auto matmul : body.getOps<lru::MatmulOp>()) {
+    SmallVector<lru::MatmulOp, 2> run = matmul.getTogetherRun();
+    if (run.size() < 2)
+      continue;
+    for (lru::MatmulOp member : run)
+      for (Value operand : member->getOperands())
+        if (auto it = lastUse.find(operand); it != lastUse.end()) {
+          it->second = std::max(it->second, position[run.back().getOperation()]);
+          heldUntil[run.back().getOperation()].push_back(operand);
+        }
+  }
+
   std::vector<unsigned> freeSlots;
   auto kindOf = [](ByteSize s) { return s.perExample > 0; };
   auto amount = [](ByteSize s) { return s.perExample + s.fixed; };

@@ -206,6 +206,18 @@ def LRU_MatmulOp : LRU_Op<"matmul", [Pure]> {
     $kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Marks an `nt` or `nn` matmul that runs together with the one just
+    /// before it (-lru-group-matmuls): only lru.param ops and constants
+    /// between, and it does not read that one's result. A backend may
+    /// compute such a run at once (the CPU library: one parallel region
+    /// for all of its products); the memory plan keeps every operand of a
+    /// run alive until its last matmul.
+    static constexpr ::llvm::StringLiteral kTogetherAttr = "lru.together";
+    /// The run this matmul starts, in order: itself and the kTogetherAttr
+    /// matmuls after it. Empty for a matmul that is itself marked.
+    ::llvm::SmallVector<MatmulOp, 2> getTogetherRun();
+  }];
 }
 
 def LRU_GatherOp : LRU_Op<"gather", [Pure]> {

@@ -488,40 +488,109 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               0.0f, c + m0 * n + n0, blasint(n));
 }
 
-/// C[m, n] = op(A) op(B), split across lruc's threads. BLAS rejects a
-/// leading dimension of 0 and does nothing for k = 0, so empty products
-/// are handled here.
+/// C[m, n] = op(A) op(B), op(A) [m, k], row-major: a product for
+/// gemmTogether.
+struct Gemm {
+  bool transA, transB;
+  int64_t m, n, k;
+  const float *a, *b;
+  float *c;
+};
+
+// Rows of C in parallel, each part one sgemm on OpenBLAS's calling thread,
+// of at least ~4 MFLOP (2^21 multiply-adds). With too few rows to give
+// every thread a part (step mode's few sequences: products with vectors,
+// bound by reading the weights), columns of C instead, so that every core
+// reads its share of B; a part then reads at least 64 KiB (256 KiB: 1.2-1.5
+// times slower step mode at one stream, ListOps and Text on a 2-core AMD
+// EPYC).
+constexpr int64_t kRowPartWork = int64_t(1) << 21;
+constexpr int64_t kColumnPartWork = int64_t(1) << 14;
+
+int64_t rowGrain(const Gemm &g) {
+  return std::max<int64_t>(1, kRowPartWork / (g.n * g.k));
+}
+
+void gemmPart(const Gemm &g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  gemmPart(g.transA, g.transB, g.m, g.n, g.k, g.a, g.b, g.c, m0, m1, n0, n1);
+}
+
+/// Products with too few rows to split by rows, in one parallel region
+/// whose parts are ranges of columns: the products' columns laid end to
+/// end, each weighing its rows times k, cut into equal shares of whole
+/// 16-column blocks (the SIMD width).
+void gemmByColumns(const Gemm *gemms, size_t count) {
+  int64_t total = 0, chunks = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Gemm &g = gemms[i];
+    total += g.m * g.n * g.k;
+    int64_t grain = std::max<int64_t>(16, kColumnPartWork / (g.m * g.k));
+    grain = (grain + 15) / 16 * 16;
+    chunks += (g.n + grain - 1) / grain;
+  }
+  int64_t parts = std::min<int64_t>(threadCount(), chunks);
+  // The first column of `g` (its work starting at `offset`) at or after
+  // the share boundary `boundary`.
+  auto column = [](const Gemm &g, int64_t offset, int64_t boundary) {
+    int64_t perColumn = g.m * g.k;
+    if (boundary <= offset)
+      return int64_t(0);
+    if (boundary - offset >= g.n * perColumn)
+      return g.n;
+    return std::min(g.n, (boundary - offset) / perColumn / 16 * 16);
+  };
+  parallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int64_t lo = p * total / parts, hi = (p + 1) * total / parts;
+      int64_t offset = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const Gemm &g = gemms[i];
+        int64_t n0 = column(g, offset, lo), n1 = column(g, offset, hi);
+        if (n0 < n1)
+          gemmPart(g, 0, g.m, n0, n1);
+        offset += g.m * g.n * g.k;
+      }
+    }
+  });
+}
+
+/// Independent products, split across lruc's threads: by rows one after
+/// another where they have rows for every thread, else together by
+/// columns. BLAS rejects a leading dimension of 0 and does nothing for
+/// k = 0, so empty products are handled here.
+void gemmTogether(const Gemm *gemms, size_t count) {
+  constexpr size_t kBatch = 8;
+  Gemm few[kBatch];
+  size_t fewCount = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Gemm &g = gemms[i];
+    if (g.m == 0 || g.n == 0)
+      continue;
+    if (g.k == 0) {
+      std::fill(g.c, g.c + g.m * g.n, 0.0f);
+      continue;
+    }
+    int64_t grain = rowGrain(g);
+    if (g.m >= grain * threadCount()) {
+      parallelFor(g.m, grain, [&](int64_t m0, int64_t m1) {
+        gemmPart(g, m0, m1, 0, g.n);
+      });
+      continue;
+    }
+    few[fewCount++] = g;
+    if (fewCount == kBatch) {
+      gemmByColumns(few, fewCount);
+      fewCount = 0;
+    }
+  }
+  if (fewCount)
+    gemmByColumns(few, fewCount);
+}
+
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, const float *b, float *c) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    std::fill(c, c + m * n, 0.0f);
-    return;
-  }
-  auto part = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    gemmPart(transA, transB, m, n, k, a, b, c, m0, m1, n0, n1);
-  };
-  // Rows of C in parallel, each part one sgemm on OpenBLAS's calling
-  // thread, of at least ~4 MFLOP (2^21 multiply-adds). With too few rows to
-  // give every thread a part (step mode's few sequences: products with
-  // vectors, bound by reading the weights), columns of C instead, so that
-  // every core reads its share of B (from its own L2, token after token,
-  // where the shares fit); a part then reads at least 64 KiB (256 KiB:
-  // 1.2-1.5 times slower step mode at one stream, ListOps and Text on a
-  // 2-core AMD EPYC).
-  constexpr int64_t kRowPartWork = int64_t(1) << 21;
-  constexpr int64_t kColumnPartWork = int64_t(1) << 14;
-  int64_t rowGrain = std::max<int64_t>(1, kRowPartWork / (n * k));
-  if (m >= rowGrain * threadCount()) {
-    parallelFor(m, rowGrain,
-                [&](int64_t m0, int64_t m1) { part(m0, m1, 0, n); });
-    return;
-  }
-  // Column parts of 16 or more (a multiple of the SIMD width).
-  int64_t columnGrain = std::max<int64_t>(16, kColumnPartWork / (m * k));
-  parallelFor(n, (columnGrain + 15) / 16 * 16,
-              [&](int64_t n0, int64_t n1) { part(0, m, n0, n1); });
+  Gemm g{transA, transB, m, n, k, a, b, c};
+  gemmTogether(&g, 1);
 }
 
 } // namespace
@@ -539,6 +608,21 @@ void matmulNN(const float *x, const float *w, int64_t rows, int64_t n,
 void matmulTN(const float *x, const float *z, int64_t rows, int64_t n,
               int64_t k, float *y) {
   gemm(true, false, n, k, rows, x, z, y);
+}
+
+void matmulsTogether(std::initializer_list<Matmul> products) {
+  constexpr size_t kBatch = 8;
+  Gemm gemms[kBatch];
+  size_t count = 0;
+  for (const Matmul &p : products) {
+    gemms[count++] = p.nn ? Gemm{false, false, p.rows, p.k, p.n, p.x, p.w, p.y}
+                          : Gemm{false, true, p.rows, p.n, p.k, p.x, p.w, p.y};
+    if (count == kBatch) {
+      gemmTogether(gemms, count);
+      count = 0;
+    }
+  }
+  gemmTogether(gemms, count);
 }
 
 /// Rows [row0, row1) of an untransposed A's product, on this thread.

@@ -334,3 +334,31 @@ func.func @im_result_shape(%x: tensor<4xcomplex<f32>>) {
   %0 = lru.im %x : tensor<4xcomplex<f32>> -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @together_first(%x: tensor<?x3xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+1 {{'lru.matmul' op marked lru.together expects an nt or nn matmul just before it (only lru.param ops and constants between), and to be one}}
+  %0 = lru.matmul nt %x, %w {lru.together} : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @together_after_other_op(%x: tensor<?x3xf32>, %w: tensor<4x3xf32>) {
+  %0 = lru.matmul nt %x, %w : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<?x4xf32>
+  %1 = lru.exp %x : tensor<?x3xf32>
+  // expected-error @+1 {{'lru.matmul' op marked lru.together expects an nt or nn matmul just before it}}
+  %2 = lru.matmul nt %1, %w {lru.together} : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @together_reads_run(%x: tensor<?x3xf32>, %w: tensor<3x3xf32>) {
+  %0 = lru.matmul nt %x, %w : (tensor<?x3xf32>, tensor<3x3xf32>) -> tensor<?x3xf32>
+  %1 = lru.matmul nt %x, %w {lru.together} : (tensor<?x3xf32>, tensor<3x3xf32>) -> tensor<?x3xf32>
+  // expected-error @+1 {{'lru.matmul' op marked lru.together reads the result of a matmul of its run}}
+  %2 = lru.matmul nt %0, %w {lru.together} : (tensor<?x3xf32>, tensor<3x3xf32>) -> tensor<?x3xf32>
+  return
+}

@@ -96,3 +96,19 @@ func.func @epilogue(%a: tensor<?x4xf32>, %w: tensor<4x4xf32>) -> tensor<?x4xf32>
   }
   return %r : tensor<?x4xf32>
 }
+
+// -----
+
+// A run of matmuls computed together (lru.together): the second product
+// may not take the slot of %x, dead after the first product but read by it
+// while the second is being computed.
+// CHECK-LABEL: func.func @together(
+// CHECK: lru.exp %{{.*}} {lru.buffers = array<i64: 0>}
+// CHECK: lru.matmul nt %{{.*}} {lru.buffers = array<i64: 1>}
+// CHECK: lru.matmul nt %{{.*}} {lru.buffers = array<i64: 2>, lru.together}
+func.func @together(%a: tensor<?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
+  %x = lru.exp %a : tensor<?x4xf32>
+  %p = lru.matmul nt %x, %w : (tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  %q = lru.matmul nt %a, %w {lru.together} : (tensor<?x4xf32>, tensor<4x4xf32>) -> tensor<?x4xf32>
+  return %p, %q : tensor<?x4xf32>, tensor<?x4xf32>
+}

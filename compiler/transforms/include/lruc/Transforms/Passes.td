@@ -94,6 +94,20 @@ def FuseGemmEpiloguePass
   }];
 }
 
+def GroupMatmulsPass : Pass<"lru-group-matmuls", "mlir::func::FuncOp"> {
+  let summary = "Mark independent matmuls next to one another to run together";
+  let description = [{
+    Marks each `nt` or `nn` matmul that follows another such matmul (only
+    `lru.param` ops and constants between) and does not read the result of
+    any matmul of that run with `lru.together` (an epilogue's matmuls are
+    left to their group). A backend may then compute a run's products at
+    once: the CPU library hands them to its threads in one parallel region,
+    which is what step mode's few-row products need (the LRU's B_re and
+    B_im products). The memory plan keeps a run's operands alive until its
+    last matmul.
+  }];
+}
+
 def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
   let summary = "Recompute elementwise values for the backward pass instead of keeping them";
   let description = [{

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -216,6 +217,22 @@ void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y);
 void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y);
+
+/// One product of matmulsTogether: matmulNT's arguments (nn false) or
+/// matmulNN's (nn true).
+struct Matmul {
+  const float *x, *w;
+  int64_t rows, n, k;
+  float *y;
+  bool nn;
+};
+/// Independent products (none reads another's y) at once. With few rows
+/// (step mode), the threads split the columns of all of them in one
+/// parallel region: one hand-off between threads instead of one per
+/// product, and products too small to split on their own shared out too.
+/// Products with rows for every thread run one after another, each split
+/// by rows as matmulNT splits it.
+void matmulsTogether(std::initializer_list<Matmul> products);
 
 /// How matmulNT multiplies 2 to 32 rows (step mode's batch) by a weight:
 /// as small sgemm calls of up to 4 rows, or as the general path does (one
