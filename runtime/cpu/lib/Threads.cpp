@@ -218,18 +218,28 @@ int defaultThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::mutex poolMutex;
+std::mutex poolMutex; // creating and replacing the pool
 std::unique_ptr<ThreadPool> pool;
+/// pool.get(), read without the mutex on every parallel loop.
+std::atomic<ThreadPool *> current{nullptr};
+
+/// Makes `created` the pool, with OpenBLAS at one thread when the pool
+/// has several.
+void adopt(std::unique_ptr<ThreadPool> created) {
+  pool = std::move(created);
+  // The kernels split GEMMs themselves; OpenBLAS's own threads would
+  // spin against the pool's.
+  if (pool->size() > 1)
+    openblas_set_num_threads(1);
+  current.store(pool.get(), std::memory_order_release);
+}
 
 ThreadPool &thePool() {
+  if (ThreadPool *p = current.load(std::memory_order_acquire))
+    return *p;
   std::lock_guard<std::mutex> lock(poolMutex);
-  if (!pool) {
-    pool = std::make_unique<ThreadPool>(defaultThreads());
-    // The kernels split GEMMs themselves; OpenBLAS's own threads would
-    // spin against the pool's.
-    if (pool->size() > 1)
-      openblas_set_num_threads(1);
-  }
+  if (!pool)
+    adopt(std::make_unique<ThreadPool>(defaultThreads()));
   return *pool;
 }
 
@@ -239,9 +249,9 @@ int threadCount() { return thePool().size(); }
 
 void setThreadCount(int threads) {
   std::lock_guard<std::mutex> lock(poolMutex);
-  pool = std::make_unique<ThreadPool>(std::max(1, threads));
-  if (pool->size() > 1)
-    openblas_set_num_threads(1);
+  current.store(nullptr);
+  pool.reset(); // its workers gone before the new pool's start
+  adopt(std::make_unique<ThreadPool>(std::max(1, threads)));
 }
 
 void parallelForRaw(int64_t n, int64_t grain,
