@@ -272,8 +272,9 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
 // --- Threads -----------------------------------------------------------------
 //
 // One pool for every kernel (runtime/cpu/lib/Threads.cpp): LRUC_NUM_THREADS
-// threads, else one per core; GEMMs are split by rows across it, each part
-// a single-threaded OpenBLAS call. The partition depends only on the sizes
+// threads, else one per core; GEMMs are split by rows across it (by
+// columns when there are too few rows for every thread), each part a
+// single-threaded OpenBLAS call. The partition depends only on the sizes
 // and the thread count, so results repeat exactly run to run.
 
 /// The pool's threads, the caller included.
