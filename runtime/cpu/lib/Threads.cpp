@@ -6,7 +6,7 @@
 // atomic `done`, which the caller polls. No mutex on the way: on the
 // 2-core virtual machines here a cache line takes ~300 ns from one core to
 // the other, and each lock handed between the threads cost such a trip (a
-// region of two 500 ns parts took 1.1-1.5 us through a mutex, 0.55 us
+// region of two 500 ns parts took 1.1-1.5 us through a mutex, 0.75 us
 // through the ticket; step mode runs tens of regions per token).
 // Between regions a worker first polls for a while (LRUC_SPIN_US, else
 // kSpin), then sleeps on a condition variable; a caller waiting for a
@@ -21,6 +21,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -78,7 +79,7 @@ bool spinUntil(Ready ready, std::chrono::microseconds limit) {
 class ThreadPool {
 public:
   explicit ThreadPool(int threads) : spin_(spinFor(threads)) {
-    for (int i = 1; i < threads; ++i)
+    for (int i = 1; i < std::min(threads, kMaxThreads); ++i)
       workers_.emplace_back([this] { work(); });
   }
 
@@ -95,8 +96,8 @@ public:
   int size() const { return int(workers_.size()) + 1; }
 
   /// Runs body(context, part) for every part in [0, parts), parts at most
-  /// kMaxParts; false (having run nothing) when another region holds the
-  /// pool.
+  /// the pool's size; false (having run nothing) when another region holds
+  /// the pool.
   bool run(int64_t parts, void (*body)(void *, int64_t), void *context) {
     if (busy_.exchange(true, std::memory_order_acquire))
       return false;
@@ -110,14 +111,17 @@ public:
     context_ = context;
     done_.store(0, std::memory_order_relaxed);
     generation_ = (generation_ + 1) & kGenerationMask;
-    ticket_.store(generation_ << kGenerationShift | uint64_t(parts) << kNextBits);
+    ticket_.store(generation_ << kGenerationShift |
+                  uint64_t(parts) << kNextBits);
     if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lock(mutex_);
       wake_.notify_all();
     }
     finish(take());
-    if (!spinUntil([&] { return done_.load(std::memory_order_acquire) == parts; },
-                   spin_)) {
+    auto allDone = [&] {
+      return done_.load(std::memory_order_acquire) == parts;
+    };
+    if (!spinUntil(allDone, spin_)) {
       std::unique_lock<std::mutex> lock(mutex_);
       callerSleeping_.store(true);
       finished_.wait(lock, [&] { return done_.load() == parts; });
@@ -126,14 +130,13 @@ public:
     return true;
   }
 
-  /// The most parts a region may have (parallelForRaw gives at most one
-  /// per thread).
-  static constexpr int64_t kMaxParts = int64_t(1) << 19;
+  /// The most threads a pool has: the ticket's fields hold their parts.
+  static constexpr int kMaxThreads = 4096;
 
 private:
   // The ticket: generation (24 bits) | parts (20) | next part (20). The
   // next-part field counts every fetch_add, taken or not: at most the
-  // parts and one more per thread, below 2^20.
+  // parts (no more than the threads) and one more per thread, below 2^20.
   static constexpr int kNextBits = 20, kGenerationShift = 40;
   static constexpr uint64_t kFieldMask = (uint64_t(1) << kNextBits) - 1;
   static constexpr uint64_t kGenerationMask = (uint64_t(1) << 24) - 1;
