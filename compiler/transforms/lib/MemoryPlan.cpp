@@ -85,29 +85,24 @@ MemoryPlan planMemory(func::FuncOp func) {
   // A group run as the epilogue of its matmuls (lru.epilogue) may compute
   // one part of its rows while another part's products are still being
   // computed: the matmuls' operands stay alive until the group, so that
-  // nothing the group writes lands on them.
+  // nothing the group writes lands on them. So may a run of matmuls
+  // computed together (lru.together): their operands stay alive until the
+  // run's last matmul.
   llvm::DenseMap<Operation *, SmallVector<Value>> heldUntil;
-  for (auto group : body.getOps<lru::FusedOp>())
-    for (lru::MatmulOp matmul : group.getEpilogueMatmuls())
+  auto holdOperands = [&](ArrayRef<lru::MatmulOp> matmuls, Operation *until) {
+    for (lru::MatmulOp matmul : matmuls)
       for (Value operand : matmul->getOperands())
         if (auto it = lastUse.find(operand); it != lastUse.end()) {
-          it->second = std::max(it->second, position[group]);
-          heldUntil[group].push_back(operand);
+          it->second = std::max(it->second, position[until]);
+          heldUntil[until].push_back(operand);
         }
-
-  // So may a run of matmuls computed together (lru.together): each
-  // operand stays alive until the run's last matmul.
-  for (auto matmul : body.getOps<lru::MatmulOp>()) {
-    SmallVector<lru::MatmulOp, 2> run = matmul.getTogetherRun();
-    if (run.size() < 2)
-      continue;
-    for (lru::MatmulOp member : run)
-      for (Value operand : member->getOperands())
-        if (auto it = lastUse.find(operand); it != lastUse.end()) {
-          it->second = std::max(it->second, position[run.back().getOperation()]);
-          heldUntil[run.back().getOperation()].push_back(operand);
-        }
-  }
+  };
+  for (auto group : body.getOps<lru::FusedOp>())
+    holdOperands(group.getEpilogueMatmuls(), group);
+  for (auto matmul : body.getOps<lru::MatmulOp>())
+    if (SmallVector<lru::MatmulOp, 2> run = matmul.getTogetherRun();
+        run.size() > 1)
+      holdOperands(run, run.back());
 
   std::vector<unsigned> freeSlots;
   auto kindOf = [](ByteSize s) { return s.perExample > 0; };

@@ -489,7 +489,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 }
 
 /// C[m, n] = op(A) op(B), op(A) [m, k], row-major: a product for
-/// gemmTogether.
+/// GemmsTogether.
 struct Gemm {
   bool transA, transB;
   int64_t m, n, k;
@@ -556,41 +556,48 @@ void gemmByColumns(const Gemm *gemms, size_t count) {
 
 /// Independent products, split across lruc's threads: by rows one after
 /// another where they have rows for every thread, else together by
-/// columns. BLAS rejects a leading dimension of 0 and does nothing for
-/// k = 0, so empty products are handled here.
-void gemmTogether(const Gemm *gemms, size_t count) {
-  constexpr size_t kBatch = 8;
-  Gemm few[kBatch];
-  size_t fewCount = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const Gemm &g = gemms[i];
+/// columns (in regions of up to kBatch products). BLAS rejects a leading
+/// dimension of 0 and does nothing for k = 0, so empty products are
+/// handled here.
+class GemmsTogether {
+public:
+  void add(const Gemm &g) {
     if (g.m == 0 || g.n == 0)
-      continue;
+      return;
     if (g.k == 0) {
       std::fill(g.c, g.c + g.m * g.n, 0.0f);
-      continue;
+      return;
     }
     int64_t grain = rowGrain(g);
     if (g.m >= grain * threadCount()) {
       parallelFor(g.m, grain, [&](int64_t m0, int64_t m1) {
         gemmPart(g, m0, m1, 0, g.n);
       });
-      continue;
+      return;
     }
-    few[fewCount++] = g;
-    if (fewCount == kBatch) {
-      gemmByColumns(few, fewCount);
-      fewCount = 0;
-    }
+    few_[count_++] = g;
+    if (count_ == kBatch)
+      flush();
   }
-  if (fewCount)
-    gemmByColumns(few, fewCount);
-}
+
+  /// Computes the few-row products added since the last flush.
+  void flush() {
+    if (count_)
+      gemmByColumns(few_, count_);
+    count_ = 0;
+  }
+
+private:
+  static constexpr size_t kBatch = 8;
+  Gemm few_[kBatch];
+  size_t count_ = 0;
+};
 
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, const float *b, float *c) {
-  Gemm g{transA, transB, m, n, k, a, b, c};
-  gemmTogether(&g, 1);
+  GemmsTogether gemms;
+  gemms.add(Gemm{transA, transB, m, n, k, a, b, c});
+  gemms.flush();
 }
 
 } // namespace
@@ -611,18 +618,11 @@ void matmulTN(const float *x, const float *z, int64_t rows, int64_t n,
 }
 
 void matmulsTogether(std::initializer_list<Matmul> products) {
-  constexpr size_t kBatch = 8;
-  Gemm gemms[kBatch];
-  size_t count = 0;
-  for (const Matmul &p : products) {
-    gemms[count++] = p.nn ? Gemm{false, false, p.rows, p.k, p.n, p.x, p.w, p.y}
-                          : Gemm{false, true, p.rows, p.n, p.k, p.x, p.w, p.y};
-    if (count == kBatch) {
-      gemmTogether(gemms, count);
-      count = 0;
-    }
-  }
-  gemmTogether(gemms, count);
+  GemmsTogether gemms;
+  for (const Matmul &p : products)
+    gemms.add(p.nn ? Gemm{false, false, p.rows, p.k, p.n, p.x, p.w, p.y}
+                   : Gemm{false, true, p.rows, p.n, p.k, p.x, p.w, p.y});
+  gemms.flush();
 }
 
 /// Rows [row0, row1) of an untransposed A's product, on this thread.
