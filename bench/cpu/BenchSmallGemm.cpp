@@ -74,10 +74,10 @@ int main(int argc, char **argv) {
         double seconds = time([&](const float *w) {
           lruc::cpu::matmulNT(x.data, w, rows, n, k, y.data());
         });
-        lruc::cpu::setFewRowProducts(lruc::cpu::FewRowProducts::ByBlasKernels);
+        lruc::cpu::setFewRowProducts(lruc::cpu::FewRowProducts::Automatic);
         return seconds;
       };
-      double lruc = matmulNT(lruc::cpu::FewRowProducts::ByBlasKernels);
+      double lruc = matmulNT(lruc::cpu::FewRowProducts::Automatic);
       double calls = matmulNT(lruc::cpu::FewRowProducts::SmallCalls);
       double sgemm = time([&](const float *w) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(n),

@@ -746,19 +746,22 @@ TEST_F(CpuKernels, Matmul) {
   check("nt", {4, 33, 65}, {47, 65}, {4, 33, 47});
   check("nt", {7}, {5, 7}, {5}); // a single row
   check("nt", {3, 0}, {4, 0}, {3, 4}); // nothing to sum: zeros
-  // Few rows (step mode), in both forms whatever OpenBLAS runs: calls of
-  // up to 4 rows, a partial last one, and (k = 1024) blocks of 32 weight
-  // rows with a partial last one; or sgemv per row. 33 rows take one call.
+  // Few rows (step mode), in every form whatever OpenBLAS runs: lruc's dot
+  // products of 1 to 4 rows (weight rows in fours and one by one, k with
+  // and without a partial vector); calls of up to 4 rows, a partial last
+  // one, and (k = 1024) blocks of 32 weight rows with a partial last one;
+  // or sgemv per row. 33 rows take one call.
   using lruc::cpu::FewRowProducts;
   for (FewRowProducts how :
-       {FewRowProducts::SmallCalls, FewRowProducts::General}) {
+       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
+        FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
-    for (int64_t rows : {1, 3, 5, 8, 33})
+    for (int64_t rows : {1, 2, 3, 4, 5, 8, 33})
       for (int64_t n : {1, 19, 40})
-        for (int64_t k : {9, 128, 1024})
+        for (int64_t k : {9, 16, 128, 1024})
           check("nt", {rows, k}, {n, k}, {rows, n});
   }
-  lruc::cpu::setFewRowProducts(FewRowProducts::ByBlasKernels);
+  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
   check("nn", {2, 3, 5}, {5, 7}, {2, 3, 7});
   check("nn", {4, 33, 47}, {47, 65}, {4, 33, 65});
   check("tn", {2, 3, 5}, {2, 3, 7}, {5, 7});
@@ -771,10 +774,11 @@ TEST_F(CpuKernels, Matmul) {
 TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
   using lruc::cpu::FewRowProducts;
   for (FewRowProducts how :
-       {FewRowProducts::SmallCalls, FewRowProducts::General}) {
+       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
+        FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
-    for (int64_t rows : {1, 3, 8})
-      for (int64_t k : {16, 48, 128})
+    for (int64_t rows : {1, 2, 3, 4, 8})
+      for (int64_t k : {16, 41, 48, 128})
         for (int64_t offset = 0; offset < 16; offset += 3) {
           const int64_t n = 21;
           std::vector<float> aBlock(size_t(rows * k + 32)),
@@ -803,7 +807,7 @@ TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
             }
         }
   }
-  lruc::cpu::setFewRowProducts(FewRowProducts::ByBlasKernels);
+  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
 }
 
 TEST_F(CpuKernels, GatherAndScatterAdd) {

@@ -404,14 +404,14 @@ bool scan(const T *lambda, bool lambdaPerStep, const T *bIn, const T *init,
 
 namespace {
 
-std::atomic<FewRowProducts> fewRowProducts{FewRowProducts::ByBlasKernels};
+std::atomic<FewRowProducts> fewRowProducts{FewRowProducts::Automatic};
 
-/// Whether few-row products go as small sgemm calls: where OpenBLAS runs
-/// its AVX-512 kernels, which multiply small products directly. Its AVX2
-/// kernels pack B on every call: small calls run at ~38 GFLOP/s whatever
-/// the rows, below sgemv per row (42-50) and, from 8 rows, one sgemm
-/// (55-97; bench/cpu/BenchSmallGemm.cpp, one core of a 2-core AMD EPYC).
-bool fewRowsAsSmallCalls() {
+/// Whether OpenBLAS runs its AVX-512 kernels, which multiply small products
+/// directly. Its AVX2 kernels pack B on every call: small calls run at ~38
+/// GFLOP/s whatever the rows, below sgemv per row (42-50) and, from 8 rows,
+/// one sgemm (55-97; bench/cpu/BenchSmallGemm.cpp, one core of a 2-core
+/// AMD EPYC).
+bool blasRunsAvx512() {
   static const bool avx512 = [] {
     std::string core = openblas_get_corename();
     std::transform(core.begin(), core.end(), core.begin(),
@@ -419,15 +419,134 @@ bool fewRowsAsSmallCalls() {
     return core == "skylakex" || core == "cooperlake" ||
            core == "sapphirerapids";
   }();
-  switch (fewRowProducts.load(std::memory_order_relaxed)) {
-  case FewRowProducts::SmallCalls:
-    return true;
-  case FewRowProducts::General:
-    return false;
-  case FewRowProducts::ByBlasKernels:
-    break;
-  }
   return avx512;
+}
+
+/// The most rows lruc's own dot-product kernel multiplies at once.
+constexpr int64_t kDotRows = 4;
+
+#if defined(__AVX512F__)
+/// y[r, j] = dot(x[r, :], w[j, :]) for r < M and j in [n0, n1): M rows
+/// times a weight in PyTorch's [out, in] layout, reading each weight row
+/// once for all M rows. Four weight rows at a time, 16 floats of each
+/// per load, M x 4 vector accumulators, a masked load for k's tail. Step
+/// mode is bound by reading the weights: on one core of a 2-core AMD EPYC
+/// (Zen 5) this reads them at 97-99 GB/s from L3 (a plain sum of the same
+/// bytes: 101), where OpenBLAS's sgemv per row reads 78-80 and, from two
+/// rows on, reads them once per row (1.8-2 times slower at 2-4 rows).
+/// `v`, kept in a register: GCC would otherwise fold the loads of the
+/// weight and row vectors into each multiply-add that uses them, issuing
+/// up to 4 times the loads (1.25-1.55 times slower at 2-4 rows).
+inline __m512 inRegister(__m512 v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
+template <int M>
+void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
+                   int64_t n1, float *y, int64_t ldy) {
+  const int64_t whole = k / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (k - whole)) - 1);
+  // acc[r][c] += w[c] * x[r] for the four weight rows c and each row r.
+  auto multiplyAdd = [](__m512 (&acc)[M][4], const __m512 (&wv)[4],
+                        const float *x, int64_t k, int64_t i,
+                        __mmask16 mask) {
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r) {
+      __m512 xv = inRegister(_mm512_maskz_loadu_ps(mask, x + r * k + i));
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        acc[r][c] = _mm512_fmadd_ps(wv[c], xv, acc[r][c]);
+    }
+  };
+  int64_t j = n0;
+  for (; j + 4 <= n1; j += 4) {
+    const float *rows = w + j * k;
+    __m512 acc[M][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        acc[r][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < whole; i += 16) {
+      const __m512 wv[4] = {inRegister(_mm512_loadu_ps(rows + i)),
+                            inRegister(_mm512_loadu_ps(rows + k + i)),
+                            inRegister(_mm512_loadu_ps(rows + 2 * k + i)),
+                            inRegister(_mm512_loadu_ps(rows + 3 * k + i))};
+      multiplyAdd(acc, wv, x, k, i, __mmask16(0xffff));
+    }
+    if (tail) {
+      const __m512 wv[4] = {_mm512_maskz_loadu_ps(tail, rows + whole),
+                            _mm512_maskz_loadu_ps(tail, rows + k + whole),
+                            _mm512_maskz_loadu_ps(tail, rows + 2 * k + whole),
+                            _mm512_maskz_loadu_ps(tail, rows + 3 * k + whole)};
+      multiplyAdd(acc, wv, x, k, whole, tail);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        y[r * ldy + j + c] = _mm512_reduce_add_ps(acc[r][c]);
+  }
+  for (; j < n1; ++j) { // the last weight rows, one at a time
+    __m512 acc[M];
+    for (int r = 0; r < M; ++r)
+      acc[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < k; i += 16) {
+      __mmask16 mask = i < whole ? __mmask16(0xffff) : tail;
+      __m512 wv = _mm512_maskz_loadu_ps(mask, w + j * k + i);
+      for (int r = 0; r < M; ++r)
+        acc[r] = _mm512_fmadd_ps(
+            wv, _mm512_maskz_loadu_ps(mask, x + r * k + i), acc[r]);
+    }
+    for (int r = 0; r < M; ++r)
+      y[r * ldy + j] = _mm512_reduce_add_ps(acc[r]);
+  }
+}
+#endif
+
+/// Whether dotProductRows computes anything here.
+#if defined(__AVX512F__)
+constexpr bool kDotProductsBuilt = true;
+#else
+constexpr bool kDotProductsBuilt = false;
+#endif
+
+/// Rows [m0, m1) and columns [n0, n1) of C[m, n] = A B^T, A [m, k] and
+/// B [n, k] row-major, through dotProductsNT: up to kDotRows rows at a
+/// time, over blocks of B that stay in L2 for the next rows; false
+/// (nothing done) where the kernels were built without AVX-512.
+bool dotProductRows(const float *a, const float *b, int64_t n, int64_t k,
+                    float *c, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+#if defined(__AVX512F__)
+  const int64_t block = std::max<int64_t>(4, (int64_t(1) << 15) / k / 4 * 4);
+  for (int64_t b0 = n0; b0 < n1; b0 += block) {
+    const int64_t b1 = std::min(n1, b0 + block);
+    for (int64_t r = m0; r < m1; r += kDotRows) {
+      const float *x = a + r * k;
+      float *y = c + r * n;
+      switch (std::min(kDotRows, m1 - r)) {
+      case 1:
+        dotProductsNT<1>(x, b, k, b0, b1, y, n);
+        break;
+      case 2:
+        dotProductsNT<2>(x, b, k, b0, b1, y, n);
+        break;
+      case 3:
+        dotProductsNT<3>(x, b, k, b0, b1, y, n);
+        break;
+      default:
+        dotProductsNT<4>(x, b, k, b0, b1, y, n);
+        break;
+      }
+    }
+  }
+  return true;
+#else
+  (void)a, (void)b, (void)n, (void)k, (void)c, (void)m0, (void)m1, (void)n0,
+      (void)n1;
+  return false;
+#endif
 }
 
 /// Rows [m0, m1) and columns [n0, n1) of C[m, n] = op(A) op(B), op(A)
@@ -439,14 +558,27 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   constexpr int64_t kVectorRows = 6, kFewRows = 32;
   const float *rows = transA ? a + m0 : a + m0 * k;
   const float *columns = transB ? b + n0 * k : b + n0;
+  FewRowProducts form = fewRowProducts.load(std::memory_order_relaxed);
+  if (form == FewRowProducts::Automatic)
+    form = kDotProductsBuilt ? FewRowProducts::DotProducts
+           : blasRunsAvx512() ? FewRowProducts::SmallCalls
+                              : FewRowProducts::General;
+  // A few rows times a weight in PyTorch's [out, in] layout (step mode: a
+  // row per sequence). lruc's dot products read the weight at 1.1-1.3
+  // times sgemv's rate for one row, and at 1.5-3.4 times the best of
+  // OpenBLAS's forms (AVX2 kernels) for 2 to 32 rows; on a par (0.9-1.2)
+  // with its AVX-512 kernels (bench/cpu/BenchSmallGemm.cpp, one core of a
+  // 2-core AMD EPYC, Zen 5).
+  if (m1 - m0 <= kFewRows && !transA && transB &&
+      form == FewRowProducts::DotProducts &&
+      dotProductRows(a, b, n, k, c, m0, m1, n0, n1))
+    return;
   if (m1 - m0 > 1 && m1 - m0 <= kFewRows && !transA && transB &&
-      fewRowsAsSmallCalls()) {
-    // A few rows times a weight in PyTorch's [out, in] layout (step mode:
-    // a row per sequence). Calls of up to 4 rows and 2^17 multiply-adds stay
-    // small for OpenBLAS and run at 1.2 to 2 times the rate of one call for
-    // all the rows or of sgemv per row (one row: sgemv is faster). Row
-    // chunks inner, so that each block of B is read from memory once and
-    // then from L2.
+      form == FewRowProducts::SmallCalls) {
+    // Calls of up to 4 rows and 2^17 multiply-adds stay small for OpenBLAS
+    // and run at 1.2 to 2 times the rate of one call for all the rows or
+    // of sgemv per row (one row: sgemv is faster). Row chunks inner, so
+    // that each block of B is read from memory once and then from L2.
     constexpr int64_t kChunkRows = 4, kChunkWork = int64_t(1) << 17;
     int64_t block =
         std::max<int64_t>(16, kChunkWork / (kChunkRows * k) / 16 * 16);

@@ -234,13 +234,16 @@ struct Matmul {
 /// by rows as matmulNT splits it.
 void matmulsTogether(std::initializer_list<Matmul> products);
 
-/// How matmulNT multiplies 2 to 32 rows (step mode's batch) by a weight:
-/// as small sgemm calls of up to 4 rows, or as the general path does (one
-/// sgemv per row up to 6 rows, else one sgemm). By default the first where
-/// OpenBLAS runs its AVX-512 kernels (which multiply small products without
-/// packing B), else the second. Tests and benchmarks choose; both compute
-/// the same products.
-enum class FewRowProducts { ByBlasKernels, SmallCalls, General };
+/// How matmulNT multiplies 1 to 32 rows (step mode's batch) by a weight:
+/// DotProducts, lruc's own kernel, reading the weight once for every 4 rows
+/// (where the kernels were built with AVX-512; else as General);
+/// SmallCalls, sgemm calls of up to 4 rows (from 2 rows); or General, one
+/// sgemv per row up to 6 rows, else one sgemm. Automatic (the default)
+/// takes DotProducts where it was built, else SmallCalls where OpenBLAS
+/// runs its AVX-512 kernels (which multiply small products without packing
+/// B), else General. Tests and benchmarks choose; all compute the same
+/// products.
+enum class FewRowProducts { Automatic, DotProducts, SmallCalls, General };
 void setFewRowProducts(FewRowProducts how);
 
 /// y[i, :] = table[indices[i], :] for i < count; table is [vocab, width].
