@@ -10,9 +10,11 @@
 #include "lruc_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace lruc::bench {
@@ -33,6 +35,34 @@ template <class F> double median(int runs, F &&body) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+/// The round trip of a cache line between this thread and another, both
+/// polling (median of `rounds`): the least any hand-off between two threads
+/// can cost. It moves with where the machine places the threads (on the
+/// 2-core virtual machines here ~120 ns in some minutes, ~600 in others).
+inline double roundTrip(int rounds) {
+  alignas(64) std::atomic<long> ping{0};
+  alignas(64) std::atomic<long> pong{0};
+  const long trips = 20000;
+  std::thread other([&] {
+    for (long i = 1; i <= long(rounds) * trips; ++i) {
+      while (ping.load(std::memory_order_acquire) != i) {
+      }
+      pong.store(i, std::memory_order_release);
+    }
+  });
+  long i = 0;
+  double time = median(rounds, [&] {
+    for (long end = i + trips; i < end;) {
+      ++i;
+      ping.store(i, std::memory_order_release);
+      while (pong.load(std::memory_order_acquire) != i) {
+      }
+    }
+  });
+  other.join();
+  return time / double(trips);
 }
 
 /// Random buffers in range for `infos`: tokens and labels 1 (every

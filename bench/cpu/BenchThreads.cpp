@@ -17,15 +17,14 @@
 #include "../common/BenchSupport.h"
 #include "lruc/cpu/Kernels.h"
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 namespace {
 
 using lruc::bench::median;
+using lruc::bench::roundTrip;
 
 /// Busy-waits `ns` nanoseconds (a part's work, without touching memory).
 void busy(double ns) {
@@ -33,32 +32,6 @@ void busy(double ns) {
              std::chrono::nanoseconds(static_cast<long>(ns));
   while (std::chrono::steady_clock::now() < end) {
   }
-}
-
-/// The round trip of a cache line between this thread and another, both
-/// polling: the least any hand-off between two threads can cost.
-double roundTrip(int rounds) {
-  alignas(64) std::atomic<long> ping{0};
-  alignas(64) std::atomic<long> pong{0};
-  const long trips = 20000;
-  std::thread other([&] {
-    for (long i = 1; i <= long(rounds) * trips; ++i) {
-      while (ping.load(std::memory_order_acquire) != i) {
-      }
-      pong.store(i, std::memory_order_release);
-    }
-  });
-  long i = 0;
-  double time = median(rounds, [&] {
-    for (long end = i + trips; i < end;) {
-      ++i;
-      ping.store(i, std::memory_order_release);
-      while (pong.load(std::memory_order_acquire) != i) {
-      }
-    }
-  });
-  other.join();
-  return time / double(trips);
 }
 
 } // namespace
