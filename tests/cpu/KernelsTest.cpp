@@ -37,6 +37,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -1094,6 +1095,50 @@ TEST(CpuThreads, MatmulsTogetherComputeEachProduct) {
       }
     }
   }
+}
+
+// Few-row products split by columns give the same bits as one thread, in
+// every form: which columns a part gets changes no column's sum (the
+// partition follows the thread count; tests of the others rely on that).
+TEST(CpuThreads, FewRowProductsDoNotDependOnTheSplit) {
+  ThreadCountGuard guard;
+  using lruc::cpu::FewRowProducts;
+  struct Shape {
+    int64_t rows, n, k;
+  };
+  for (FewRowProducts how :
+       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
+        FewRowProducts::General}) {
+    lruc::cpu::setFewRowProducts(how);
+    for (Shape s : {Shape{1, 256, 128}, Shape{3, 301, 72}, Shape{8, 130, 40}}) {
+      std::vector<float> x = values<float>(s.rows * s.k, 0.4);
+      std::vector<float> w1 = values<float>(s.n * s.k, 1.3);
+      std::vector<float> w2 = values<float>(s.n * s.k, 2.1);
+      auto product = [&] {
+        std::vector<float> y1(size_t(s.rows * s.n)), y2(y1.size());
+        lruc::cpu::matmulsTogether({{x.data(), w1.data(), s.rows, s.n, s.k,
+                                     y1.data(), false},
+                                    {x.data(), w2.data(), s.rows, s.n, s.k,
+                                     y2.data(), false}});
+        y1.insert(y1.end(), y2.begin(), y2.end());
+        return y1;
+      };
+      lruc::cpu::setThreadCount(1);
+      const std::vector<float> alone = product();
+      for (int threads : {2, 3}) {
+        lruc::cpu::setThreadCount(threads);
+        for (int repeat = 0; repeat < 20; ++repeat) {
+          std::vector<float> split = product();
+          ASSERT_EQ(0, std::memcmp(split.data(), alone.data(),
+                                   alone.size() * sizeof(float)))
+              << "form " << int(how) << ", " << threads << " threads, "
+              << s.rows << " x " << s.n << " x " << s.k << ", call "
+              << repeat;
+        }
+      }
+    }
+  }
+  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
 }
 
 TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
