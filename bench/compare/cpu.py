@@ -36,10 +36,19 @@ sys.path.insert(0, str(ROOT / "bench" / "reference"))
 TABLE9 = [("listops", 8), ("text", 2), ("retrieval", 2), ("scifar", 4),
           ("pathfinder", 8), ("pathx", 1)]
 STEP_TOKENS = 64  # step mode: tokens timed after a warm-up
+# Step mode's warm-up, both sides: a process's first ~50 ms of tokens ran
+# up to 4x slower here (Text at one stream: 130-200 us a token, then 48),
+# while the scheduler settles where its threads run.
+STEP_WARMUP_SECONDS = 0.3
 
 
-def timed(fn, repeats):
-    fn()  # warm-up (allocations, caches, first-call work)
+def timed(fn, repeats, warmup_seconds=0.0):
+    """The median of `repeats` timings of fn(), after calling it once and
+    then for `warmup_seconds` (allocations, caches, first-call work)."""
+    start = time.perf_counter()
+    fn()
+    while time.perf_counter() - start < warmup_seconds:
+        fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -88,7 +97,8 @@ def run_lruc(args):
             def tokens():
                 for t in range(STEP_TOKENS):
                     stream.step({seq_name: seq[:rows, t:t + 1]})
-            out[label] = timed(tokens, args.repeats) / STEP_TOKENS
+            out[label] = timed(tokens, args.repeats,
+                               STEP_WARMUP_SECONDS) / STEP_TOKENS
     return out
 
 
@@ -152,7 +162,8 @@ def run_torch(args):
                     with torch.no_grad():
                         for t in range(STEP_TOKENS):
                             lru_torch.step(model, seq[:rows, t], carry)
-                times[label] = timed(tokens, args.repeats) / STEP_TOKENS
+                times[label] = timed(tokens, args.repeats,
+                                     STEP_WARMUP_SECONDS) / STEP_TOKENS
         out[form] = times
     return out
 
