@@ -4,9 +4,10 @@
 //
 // Step mode multiplies a row per sequence by each weight (PyTorch's [out,
 // in] layout, lruc::cpu::matmulNT). Times lruc's product on one thread, as
-// it chooses by the kernels OpenBLAS runs ("lruc") and as small sgemm calls
-// whatever they are ("calls"), against the two plain OpenBLAS forms in the
-// same run: one sgemm call for all the rows, and one sgemv per row. The weights of several layers are
+// it chooses ("lruc"), as its dot products of 8-float vectors (AVX2 and
+// FMA: "avx2") and as small sgemm calls whatever OpenBLAS runs ("calls"),
+// against the two plain OpenBLAS forms in the same run: one sgemm call for
+// all the rows, and one sgemv per row. The weights of several layers are
 // cycled (8 MiB together, as a model's are read from L3 token after token),
 // and sit 16 bytes past a cache line, as malloc and numpy place them.
 // Prints each form's GFLOP/s and lruc's speed-up over the faster plain one;
@@ -52,8 +53,8 @@ int main(int argc, char **argv) {
   std::printf("few-row products on one thread, OpenBLAS %s kernels; "
               "GFLOP/s (median of %d)\n",
               openblas_get_corename(), iters);
-  std::printf("%10s %5s %8s %8s %8s %8s %9s\n", "weight", "rows", "lruc",
-              "calls", "sgemm", "sgemv", "speed-up");
+  std::printf("%10s %5s %8s %8s %8s %8s %8s %9s\n", "weight", "rows", "lruc",
+              "avx2", "calls", "sgemm", "sgemv", "speed-up");
   for (const auto &shape : shapes) {
     const int64_t n = shape[0], k = shape[1];
     const int64_t layers = std::max<int64_t>(1, (8 << 20) / (4 * n * k));
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
         return seconds;
       };
       double lruc = matmulNT(lruc::cpu::FewRowProducts::Automatic);
+      double avx2 = matmulNT(lruc::cpu::FewRowProducts::DotProductsAvx2);
       double calls = matmulNT(lruc::cpu::FewRowProducts::SmallCalls);
       double sgemm = time([&](const float *w) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(n),
@@ -90,10 +92,10 @@ int main(int argc, char **argv) {
                       int(k), x.data + r * k, 1, 0.0f, y.data() + r * n, 1);
       });
       double flop = 2.0 * double(rows * n * k);
-      std::printf("%5ldx%-4ld %5ld %8.1f %8.1f %8.1f %8.1f %8.2fx\n", long(n),
-                  long(k), long(rows), flop / lruc / 1e9, flop / calls / 1e9,
-                  flop / sgemm / 1e9, flop / sgemv / 1e9,
-                  std::min(sgemm, sgemv) / lruc);
+      std::printf("%5ldx%-4ld %5ld %8.1f %8.1f %8.1f %8.1f %8.1f %8.2fx\n",
+                  long(n), long(k), long(rows), flop / lruc / 1e9,
+                  flop / avx2 / 1e9, flop / calls / 1e9, flop / sgemm / 1e9,
+                  flop / sgemv / 1e9, std::min(sgemm, sgemv) / lruc);
     }
   }
   return 0;

@@ -695,6 +695,14 @@ TEST_F(CpuKernels, LongScans) {
 // Dense algebra and lookups
 //===----------------------------------------------------------------------===//
 
+/// The few-row form a test sets, back to Automatic when the test ends
+/// (also when an assertion ends it early).
+struct FewRowFormGuard {
+  ~FewRowFormGuard() {
+    lruc::cpu::setFewRowProducts(lruc::cpu::FewRowProducts::Automatic);
+  }
+};
+
 TEST_F(CpuKernels, Matmul) {
   // Sums of up to 99 products of values in (-1, 1): a few roundings of
   // terms of order 1 each, well within 1e-5 of max(|y|, 1).
@@ -748,21 +756,22 @@ TEST_F(CpuKernels, Matmul) {
   check("nt", {7}, {5, 7}, {5}); // a single row
   check("nt", {3, 0}, {4, 0}, {3, 4}); // nothing to sum: zeros
   // Few rows (step mode), in every form whatever OpenBLAS runs: lruc's dot
-  // products of 1 to 4 rows (weight rows in fours and one by one, k with
-  // and without a partial vector); calls of up to 4 rows, a partial last
-  // one, and (k = 1024) blocks of 32 weight rows with a partial last one;
-  // or sgemv per row. 33 rows take one call.
+  // products, 16 and 8 floats a vector, passes of up to 4 and 2 rows
+  // (weight rows in fours and one by one, k with and without a partial
+  // vector); calls of up to 4 rows, a partial last one, and (k = 1024)
+  // blocks of 32 weight rows with a partial last one; or sgemv per row.
+  // 33 rows take one call.
   using lruc::cpu::FewRowProducts;
+  FewRowFormGuard formGuard;
   for (FewRowProducts how :
-       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
-        FewRowProducts::General}) {
+       {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2,
+        FewRowProducts::SmallCalls, FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
     for (int64_t rows : {1, 2, 3, 4, 5, 8, 33})
       for (int64_t n : {1, 19, 40})
         for (int64_t k : {9, 16, 128, 1024})
           check("nt", {rows, k}, {n, k}, {rows, n});
   }
-  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
   check("nn", {2, 3, 5}, {5, 7}, {2, 3, 7});
   check("nn", {4, 33, 47}, {47, 65}, {4, 33, 65});
   check("tn", {2, 3, 5}, {2, 3, 7}, {5, 7});
@@ -774,9 +783,10 @@ TEST_F(CpuKernels, Matmul) {
 // cache line, as the callers' allocations place them: the plain sums.
 TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
   using lruc::cpu::FewRowProducts;
+  FewRowFormGuard formGuard;
   for (FewRowProducts how :
-       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
-        FewRowProducts::General}) {
+       {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2,
+        FewRowProducts::SmallCalls, FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
     for (int64_t rows : {1, 2, 3, 4, 8})
       for (int64_t k : {16, 41, 48, 128})
@@ -808,7 +818,6 @@ TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
             }
         }
   }
-  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
 }
 
 TEST_F(CpuKernels, GatherAndScatterAdd) {
@@ -1102,13 +1111,14 @@ TEST(CpuThreads, MatmulsTogetherComputeEachProduct) {
 // partition follows the thread count; tests of the others rely on that).
 TEST(CpuThreads, FewRowProductsDoNotDependOnTheSplit) {
   ThreadCountGuard guard;
+  FewRowFormGuard formGuard;
   using lruc::cpu::FewRowProducts;
   struct Shape {
     int64_t rows, n, k;
   };
   for (FewRowProducts how :
-       {FewRowProducts::DotProducts, FewRowProducts::SmallCalls,
-        FewRowProducts::General}) {
+       {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2,
+        FewRowProducts::SmallCalls, FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
     for (Shape s : {Shape{1, 256, 128}, Shape{3, 301, 72}, Shape{8, 130, 40}}) {
       std::vector<float> x = values<float>(s.rows * s.k, 0.4);
@@ -1138,7 +1148,6 @@ TEST(CpuThreads, FewRowProductsDoNotDependOnTheSplit) {
       }
     }
   }
-  lruc::cpu::setFewRowProducts(FewRowProducts::Automatic);
 }
 
 TEST(CpuThreads, ParallelForCoversEachIndexOnce) {

@@ -422,40 +422,89 @@ bool blasRunsAvx512() {
   return avx512;
 }
 
-/// The most rows lruc's own dot-product kernel multiplies at once.
-constexpr int64_t kDotRows = 4;
+// lruc's few-row products: dot products of a few rows with each row of a
+// weight in PyTorch's [out, in] layout, the weight read once for every
+// pass of up to Lanes::kMostRows rows. Compiled for AVX2 and FMA on every
+// x86 build (so that tests run them wherever the CPU has them) and for
+// AVX-512 where the kernels are built with it; the form that matches the
+// build runs by default (kDotProductsBuilt).
+#if defined(__x86_64__) || defined(__i386__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
 
-#if defined(__AVX512F__)
-/// y[r, j] = dot(x[r, :], w[j, :]) for r < M and j in [n0, n1): M rows
-/// times a weight in PyTorch's [out, in] layout, reading each weight row
-/// once for all M rows. Four weight rows at a time, 16 floats of each
-/// per load, M x 4 vector accumulators, a masked load for k's tail. Step
-/// mode is bound by reading the weights: on one core of a 2-core AMD EPYC
-/// (Zen 5) this reads them at 97-99 GB/s from L3 (a plain sum of the same
-/// bytes: 101), where OpenBLAS's sgemv per row reads 78-80 and, from two
-/// rows on, reads them once per row (1.8-2 times slower at 2-4 rows).
 /// `v`, kept in a register: GCC would otherwise fold the loads of the
 /// weight and row vectors into each multiply-add that uses them, issuing
 /// up to 4 times the loads (1.25-1.55 times slower at 2-4 rows).
-inline __m512 inRegister(__m512 v) {
+template <class Vector> inline Vector inRegister(Vector v) {
   asm("" : "+v"(v));
   return v;
 }
 
-/// The sums of the 16 lanes of each of `v`, in one vector: halves added,
-/// then horizontal adds; a third of the instructions of four reductions
-/// (at 4 rows, four reductions cost as much as the loop over 128 floats).
-inline __m128 sumsOfFour(const __m512 (&v)[4]) {
-  __m256 h[4];
-  for (int c = 0; c < 4; ++c)
-    h[c] = _mm256_add_ps(_mm512_castps512_ps256(v[c]),
-                         _mm256_castpd_ps(_mm512_extractf64x4_pd(
-                             _mm512_castps_pd(v[c]), 1)));
-  __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]),
-                                _mm256_hadd_ps(h[2], h[3]));
+/// The sums of the 8 lanes of each of `v`, in one vector, by horizontal
+/// adds: a third of the instructions of four reductions (at 4 rows, four
+/// reductions cost as much as the loop over a row of 128 floats).
+inline __m128 sumsOfFour(const __m256 (&v)[4]) {
+  __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]),
+                                _mm256_hadd_ps(v[2], v[3]));
   return _mm_add_ps(_mm256_castps256_ps128(pairs),
                     _mm256_extractf128_ps(pairs, 1));
 }
+
+/// 8 floats a vector. Two rows a pass: their 8 accumulators, 4 weight
+/// vectors and a row vector take 13 of the 16 registers.
+struct Avx2Lanes {
+  using Vector = __m256;
+  static constexpr int64_t kWidth = 8;
+  static constexpr int kMostRows = 2;
+  static Vector zero() { return _mm256_setzero_ps(); }
+  static Vector load(const float *p) { return _mm256_loadu_ps(p); }
+  /// The first `count` (< kWidth) floats at p, zeros after.
+  static Vector loadFirst(const float *p, int64_t count) {
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(
+        p, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), lanes));
+  }
+  static Vector multiplyAdd(Vector a, Vector b, Vector c) {
+    return _mm256_fmadd_ps(a, b, c);
+  }
+  static __m128 sumsOfFour(const Vector (&v)[4]) {
+    return lruc::cpu::sumsOfFour(v);
+  }
+  static float sum(Vector v) {
+    __m128 half = _mm_add_ps(_mm256_castps256_ps128(v),
+                             _mm256_extractf128_ps(v, 1));
+    half = _mm_add_ps(half, _mm_movehl_ps(half, half));
+    return _mm_cvtss_f32(_mm_add_ss(half, _mm_movehdup_ps(half)));
+  }
+};
+
+#if defined(__AVX512F__)
+/// 16 floats a vector. Four rows a pass: 16 accumulators, 4 weight
+/// vectors and a row vector of the 32 registers.
+struct Avx512Lanes {
+  using Vector = __m512;
+  static constexpr int64_t kWidth = 16;
+  static constexpr int kMostRows = 4;
+  static Vector zero() { return _mm512_setzero_ps(); }
+  static Vector load(const float *p) { return _mm512_loadu_ps(p); }
+  static Vector loadFirst(const float *p, int64_t count) {
+    return _mm512_maskz_loadu_ps(__mmask16((1u << count) - 1), p);
+  }
+  static Vector multiplyAdd(Vector a, Vector b, Vector c) {
+    return _mm512_fmadd_ps(a, b, c);
+  }
+  /// Halves added, then as Avx2Lanes.
+  static __m128 sumsOfFour(const Vector (&v)[4]) {
+    __m256 halves[4];
+    for (int c = 0; c < 4; ++c)
+      halves[c] = _mm256_add_ps(_mm512_castps512_ps256(v[c]),
+                                _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                    _mm512_castps_pd(v[c]), 1)));
+    return lruc::cpu::sumsOfFour(halves);
+  }
+  static float sum(Vector v) { return _mm512_reduce_add_ps(v); }
+};
+#endif
 
 /// How far ahead (in floats) the dot products prefetch the weights: the
 /// hardware prefetcher alone keeps too few lines in flight from L3. Two
@@ -463,113 +512,153 @@ inline __m128 sumsOfFour(const __m512 (&v)[4]) {
 /// 117-119 prefetching 2-8 KB ahead into L1 (into L2: no gain).
 constexpr int64_t kWeightPrefetch = 1024;
 
-template <int M>
+/// y[r, j] = dot(x[r, :], w[j, :]) for r < M and j in [n0, n1), w [n, k]
+/// and x [M, k] row-major: four weight rows at a time, a vector of each per
+/// load, M x 4 vector accumulators, a shorter load for k's tail. Step mode
+/// is bound by reading the weights: on one core of a 2-core AMD EPYC (Zen
+/// 5) the AVX-512 form read them at 97-99 GB/s from L3 without the
+/// prefetch (a plain sum of the same bytes: 101), where OpenBLAS's sgemv
+/// per row reads 78-80 and, from two rows on, reads them once per row.
+template <class Lanes, int M>
 void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
                    int64_t n1, float *y, int64_t ldy) {
-  const int64_t whole = k / 16 * 16;
-  const __mmask16 tail = __mmask16((1u << (k - whole)) - 1);
-  // acc[r][c] += w[c] * x[r] for the four weight rows c and each row r.
-  auto multiplyAdd = [](__m512 (&acc)[M][4], const __m512 (&wv)[4],
-                        const float *x, int64_t k, int64_t i,
-                        __mmask16 mask) {
+  using Vector = typename Lanes::Vector;
+  constexpr int64_t W = Lanes::kWidth;
+  const int64_t whole = k / W * W, tail = k - whole;
+  auto full = [](const float *p) { return Lanes::load(p); };
+  auto first = [tail](const float *p) { return Lanes::loadFirst(p, tail); };
+  // acc[r][c] += wv[c] * x[r, i...] for the four weight rows c, each row r.
+  auto multiplyAdd = [&](Vector(&acc)[M][4], const Vector(&wv)[4], int64_t i,
+                         auto load) {
 #pragma GCC unroll 4
     for (int r = 0; r < M; ++r) {
-      __m512 xv = inRegister(_mm512_maskz_loadu_ps(mask, x + r * k + i));
+      Vector xv = inRegister(load(x + r * k + i));
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c)
-        acc[r][c] = _mm512_fmadd_ps(wv[c], xv, acc[r][c]);
+        acc[r][c] = Lanes::multiplyAdd(wv[c], xv, acc[r][c]);
     }
   };
   int64_t j = n0;
   for (; j + 4 <= n1; j += 4) {
     const float *rows = w + j * k;
-    __m512 acc[M][4];
+    Vector acc[M][4];
 #pragma GCC unroll 4
     for (int r = 0; r < M; ++r)
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c)
-        acc[r][c] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < whole; i += 16) {
+        acc[r][c] = Lanes::zero();
+    for (int64_t i = 0; i < whole; i += W) {
       for (int c = 0; c < 4; ++c)
         _mm_prefetch(reinterpret_cast<const char *>(rows + c * k + i +
                                                     kWeightPrefetch),
                      _MM_HINT_T0);
-      const __m512 wv[4] = {inRegister(_mm512_loadu_ps(rows + i)),
-                            inRegister(_mm512_loadu_ps(rows + k + i)),
-                            inRegister(_mm512_loadu_ps(rows + 2 * k + i)),
-                            inRegister(_mm512_loadu_ps(rows + 3 * k + i))};
-      multiplyAdd(acc, wv, x, k, i, __mmask16(0xffff));
+      const Vector wv[4] = {inRegister(full(rows + i)),
+                            inRegister(full(rows + k + i)),
+                            inRegister(full(rows + 2 * k + i)),
+                            inRegister(full(rows + 3 * k + i))};
+      multiplyAdd(acc, wv, i, full);
     }
     if (tail) {
-      const __m512 wv[4] = {_mm512_maskz_loadu_ps(tail, rows + whole),
-                            _mm512_maskz_loadu_ps(tail, rows + k + whole),
-                            _mm512_maskz_loadu_ps(tail, rows + 2 * k + whole),
-                            _mm512_maskz_loadu_ps(tail, rows + 3 * k + whole)};
-      multiplyAdd(acc, wv, x, k, whole, tail);
+      const Vector wv[4] = {first(rows + whole), first(rows + k + whole),
+                            first(rows + 2 * k + whole),
+                            first(rows + 3 * k + whole)};
+      multiplyAdd(acc, wv, whole, first);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < M; ++r)
-      _mm_storeu_ps(y + r * ldy + j, sumsOfFour(acc[r]));
+      _mm_storeu_ps(y + r * ldy + j, Lanes::sumsOfFour(acc[r]));
   }
   for (; j < n1; ++j) { // the last weight rows, one at a time
-    __m512 acc[M];
+    Vector acc[M];
     for (int r = 0; r < M; ++r)
-      acc[r] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < k; i += 16) {
-      __mmask16 mask = i < whole ? __mmask16(0xffff) : tail;
-      __m512 wv = _mm512_maskz_loadu_ps(mask, w + j * k + i);
+      acc[r] = Lanes::zero();
+    for (int64_t i = 0; i < k; i += W) {
+      auto load = [&](const float *p) { return i < whole ? full(p) : first(p); };
+      Vector wv = load(w + j * k + i);
       for (int r = 0; r < M; ++r)
-        acc[r] = _mm512_fmadd_ps(
-            wv, _mm512_maskz_loadu_ps(mask, x + r * k + i), acc[r]);
+        acc[r] = Lanes::multiplyAdd(wv, load(x + r * k + i), acc[r]);
     }
     for (int r = 0; r < M; ++r)
-      y[r * ldy + j] = _mm512_reduce_add_ps(acc[r]);
+      y[r * ldy + j] = Lanes::sum(acc[r]);
   }
 }
+
+/// Rows [m0, m1) and columns [n0, n1) of C[m, n] = A B^T, A [m, k] and
+/// B [n, k] row-major, through dotProductsNT: up to Lanes::kMostRows rows
+/// at a time, over blocks of B that stay in L2 for the next rows.
+template <class Lanes>
+void dotProductRowsWith(const float *a, const float *b, int64_t n, int64_t k,
+                        float *c, int64_t m0, int64_t m1, int64_t n0,
+                        int64_t n1) {
+  const int64_t block = std::max<int64_t>(4, (int64_t(1) << 15) / k / 4 * 4);
+  for (int64_t b0 = n0; b0 < n1; b0 += block) {
+    const int64_t b1 = std::min(n1, b0 + block);
+    for (int64_t r = m0; r < m1; r += Lanes::kMostRows) {
+      const float *x = a + r * k;
+      float *y = c + r * n;
+      switch (std::min<int64_t>(Lanes::kMostRows, m1 - r)) {
+      case 1:
+        dotProductsNT<Lanes, 1>(x, b, k, b0, b1, y, n);
+        break;
+      case 2:
+        dotProductsNT<Lanes, 2>(x, b, k, b0, b1, y, n);
+        break;
+      default:
+        if constexpr (Lanes::kMostRows >= 4) {
+          if (m1 - r == 3)
+            dotProductsNT<Lanes, 3>(x, b, k, b0, b1, y, n);
+          else
+            dotProductsNT<Lanes, 4>(x, b, k, b0, b1, y, n);
+        }
+        break;
+      }
+    }
+  }
+}
+
+#pragma GCC pop_options
 #endif
 
-/// Whether dotProductRows computes anything here.
-#if defined(__AVX512F__)
+/// Whether this build has a dot-product form of its own vector width:
+/// AVX-512, else AVX2 with FMA.
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 constexpr bool kDotProductsBuilt = true;
 #else
 constexpr bool kDotProductsBuilt = false;
 #endif
 
-/// Rows [m0, m1) and columns [n0, n1) of C[m, n] = A B^T, A [m, k] and
-/// B [n, k] row-major, through dotProductsNT: up to kDotRows rows at a
-/// time, over blocks of B that stay in L2 for the next rows; false
-/// (nothing done) where the kernels were built without AVX-512.
-bool dotProductRows(const float *a, const float *b, int64_t n, int64_t k,
-                    float *c, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-#if defined(__AVX512F__)
-  const int64_t block = std::max<int64_t>(4, (int64_t(1) << 15) / k / 4 * 4);
-  for (int64_t b0 = n0; b0 < n1; b0 += block) {
-    const int64_t b1 = std::min(n1, b0 + block);
-    for (int64_t r = m0; r < m1; r += kDotRows) {
-      const float *x = a + r * k;
-      float *y = c + r * n;
-      switch (std::min(kDotRows, m1 - r)) {
-      case 1:
-        dotProductsNT<1>(x, b, k, b0, b1, y, n);
-        break;
-      case 2:
-        dotProductsNT<2>(x, b, k, b0, b1, y, n);
-        break;
-      case 3:
-        dotProductsNT<3>(x, b, k, b0, b1, y, n);
-        break;
-      default:
-        dotProductsNT<4>(x, b, k, b0, b1, y, n);
-        break;
-      }
-    }
-  }
-  return true;
+/// Whether this CPU runs AVX2 and FMA (DotProductsAvx2 needs them).
+bool cpuHasAvx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma");
+  return has;
 #else
-  (void)a, (void)b, (void)n, (void)k, (void)c, (void)m0, (void)m1, (void)n0,
-      (void)n1;
   return false;
 #endif
+}
+
+/// Rows [m0, m1) and columns [n0, n1) of C[m, n] = A B^T, A [m, k] and
+/// B [n, k] row-major, through lruc's dot products of the build's vector
+/// width (`avx2`: of 8 floats); false (nothing done) where there are none.
+bool dotProductRows(bool avx2, const float *a, const float *b, int64_t n,
+                    int64_t k, float *c, int64_t m0, int64_t m1, int64_t n0,
+                    int64_t n1) {
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__AVX512F__)
+  if (!avx2) {
+    dotProductRowsWith<Avx512Lanes>(a, b, n, k, c, m0, m1, n0, n1);
+    return true;
+  }
+#endif
+  if ((avx2 || kDotProductsBuilt) && cpuHasAvx2()) {
+    dotProductRowsWith<Avx2Lanes>(a, b, n, k, c, m0, m1, n0, n1);
+    return true;
+  }
+#endif
+  (void)avx2, (void)a, (void)b, (void)n, (void)k, (void)c, (void)m0,
+      (void)m1, (void)n0, (void)n1;
+  return false;
 }
 
 /// Rows [m0, m1) and columns [n0, n1) of C[m, n] = op(A) op(B), op(A)
@@ -593,8 +682,10 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // with its AVX-512 kernels (bench/cpu/BenchSmallGemm.cpp, one core of a
   // 2-core AMD EPYC, Zen 5).
   if (m1 - m0 <= kFewRows && !transA && transB &&
-      form == FewRowProducts::DotProducts &&
-      dotProductRows(a, b, n, k, c, m0, m1, n0, n1))
+      (form == FewRowProducts::DotProducts ||
+       form == FewRowProducts::DotProductsAvx2) &&
+      dotProductRows(form == FewRowProducts::DotProductsAvx2, a, b, n, k, c,
+                     m0, m1, n0, n1))
     return;
   if (m1 - m0 > 1 && m1 - m0 <= kFewRows && !transA && transB &&
       form == FewRowProducts::SmallCalls) {

@@ -235,15 +235,22 @@ struct Matmul {
 void matmulsTogether(std::initializer_list<Matmul> products);
 
 /// How matmulNT multiplies 1 to 32 rows (step mode's batch) by a weight:
-/// DotProducts, lruc's own kernel, reading the weight once for every 4 rows
-/// (where the kernels were built with AVX-512; else as General);
-/// SmallCalls, sgemm calls of up to 4 rows (from 2 rows); or General, one
-/// sgemv per row up to 6 rows, else one sgemm. Automatic (the default)
-/// takes DotProducts where it was built, else SmallCalls where OpenBLAS
-/// runs its AVX-512 kernels (which multiply small products without packing
-/// B), else General. Tests and benchmarks choose; all compute the same
-/// products.
-enum class FewRowProducts { Automatic, DotProducts, SmallCalls, General };
+/// DotProducts, lruc's own kernel of the build's vector width, reading the
+/// weight once for every 4 rows (AVX-512) or 2 (AVX2 and FMA; elsewhere as
+/// General); DotProductsAvx2, the same with 8-float vectors wherever the
+/// CPU has AVX2 and FMA (else as General); SmallCalls, sgemm calls of up to
+/// 4 rows (from 2 rows); or General, one sgemv per row up to 6 rows, else
+/// one sgemm. Automatic (the default) takes DotProducts where the build has
+/// it, else SmallCalls where OpenBLAS runs its AVX-512 kernels (which
+/// multiply small products without packing B), else General. Tests and
+/// benchmarks choose; all compute the same products.
+enum class FewRowProducts {
+  Automatic,
+  DotProducts,
+  DotProductsAvx2,
+  SmallCalls,
+  General
+};
 void setFewRowProducts(FewRowProducts how);
 
 /// y[i, :] = table[indices[i], :] for i < count; table is [vocab, width].
