@@ -37,8 +37,8 @@ TABLE9 = [("listops", 8), ("text", 2), ("retrieval", 2), ("scifar", 4),
           ("pathfinder", 8), ("pathx", 1)]
 STEP_TOKENS = 64  # step mode: tokens timed after a warm-up
 # Step mode's warm-up, both sides: a process's first ~50 ms of tokens ran
-# up to 4x slower here (Text at one stream: 130-200 us a token, then 48),
-# while the scheduler settles where its threads run.
+# up to 4x slower here in some starts (Text at one stream: 130-200 us a
+# token, then 48) while the scheduler settled where its threads run.
 STEP_WARMUP_SECONDS = 0.3
 
 
