@@ -676,11 +676,11 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
            : blasRunsAvx512() ? FewRowProducts::SmallCalls
                               : FewRowProducts::General;
   // A few rows times a weight in PyTorch's [out, in] layout (step mode: a
-  // row per sequence). lruc's dot products read the weight at 1.1-1.3
-  // times sgemv's rate for one row, and at 1.5-3.4 times the best of
-  // OpenBLAS's forms (AVX2 kernels) for 2 to 32 rows; on a par (0.9-1.2)
-  // with its AVX-512 kernels (bench/cpu/BenchSmallGemm.cpp, one core of a
-  // 2-core AMD EPYC, Zen 5).
+  // row per sequence). lruc's AVX-512 dot products run at 1.3-1.5 times
+  // the faster of sgemv and sgemm for one row and 1.8-4 times for 2 to 32
+  // rows (OpenBLAS's AVX2 kernels); on a par (0.9-1.2) with its AVX-512
+  // kernels (bench/cpu/BenchSmallGemm.cpp, one core of a 2-core AMD EPYC,
+  // Zen 5).
   if (m1 - m0 <= kFewRows && !transA && transB &&
       (form == FewRowProducts::DotProducts ||
        form == FewRowProducts::DotProductsAvx2) &&

@@ -197,16 +197,16 @@ private:
       return generationOf(ticket_.load(std::memory_order_relaxed)) != seen ||
              stop_.load(std::memory_order_relaxed);
     };
+    // Polling on the caller's CPU only takes its time: sleep instead, so
+    // that the next region's wake-up places this thread on an idle CPU. A
+    // new worker sometimes started on its caller's CPU and stayed there
+    // for 30-130 ms, its regions 3-4 times slower (11 of 48 process starts
+    // on a 2-core virtual machine; 1 of 48 with this check).
+    auto sharing = [&] {
+      int cpu = currentCpu();
+      return cpu >= 0 && cpu == callerCpu_.load(std::memory_order_relaxed);
+    };
     for (;;) {
-      // Polling on the caller's CPU only takes its time: sleep instead, so
-      // that the next region's wake-up places this thread on an idle CPU.
-      // A new worker sometimes starts on its caller's CPU and stayed there
-      // for 30-130 ms, its regions 3-4 times slower (11 of 48 process
-      // starts on a 2-core virtual machine; 1 of 48 with this check).
-      auto sharing = [&] {
-        int cpu = currentCpu();
-        return cpu >= 0 && cpu == callerCpu_.load(std::memory_order_relaxed);
-      };
       if (!spinUntil(news, spin_, sharing)) {
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1);
