@@ -774,11 +774,12 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_FALSE(isMapped(path));
 }
 
-/// On a real GPU (lruc::cuda::Device: the driver, NVRTC and cuBLAS), the
-/// library's schedule against its CPU entry points on one batch: forward,
-/// backward and one train step. Skipped, with the reason, on a machine
-/// without a GPU (CI has none); run on one with `lruc-cpu-library-tests
-/// --gtest_filter='*GpuDevice*'`.
+/// Through lruc::cuda::Device (the driver, NVRTC and cuBLAS), the library's
+/// schedule against its CPU entry points on one batch: forward, backward
+/// and one train step. On a GPU: `lruc-cpu-library-tests
+/// --gtest_filter='*GpuDevice*'`. Without one (CI), ctest runs it on the
+/// simulated driver (cuda-device-simulated); in the cpu-library run it is
+/// skipped, with the reason.
 class GpuDevice : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(GpuDevice, MatchesTheCpuLibrary) {
@@ -802,8 +803,23 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   if (HasFatalFailure())
     return;
   const lruc_gpu_model &g = *gpuModel;
-  ASSERT_TRUE(device->loadKernels(source, g.kernels, g.num_kernels, error))
-      << error;
+  // On the simulated driver (tests/cuda: cuda-device-simulated), the module
+  // that loads is NVRTC's PTX, and what runs is the same source compiled
+  // for the CPU.
+  llvm::SmallString<128> simDir;
+  if (device->name() == "lruc simulated GPU") {
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-sim", simDir));
+    llvm::SmallString<128> kernels(simDir);
+    llvm::sys::path::append(kernels, c.name + ".kernels.so");
+    ASSERT_TRUE(lruc::testing::compileSimulatedKernels(
+        source, kernels.str().str(), error))
+        << error;
+    setenv("LRUC_SIMULATED_KERNELS", kernels.c_str(), 1);
+  }
+  bool loaded = device->loadKernels(source, g.kernels, g.num_kernels, error);
+  if (!simDir.empty())
+    llvm::sys::fs::remove_directories(simDir);
+  ASSERT_TRUE(loaded) << error;
 
   std::vector<float> params(m.param_floats), state(m.state_floats);
   char message[512] = "";

@@ -834,7 +834,7 @@ private:
 /// with LRUC_GPU_SIMULATE, which NVRTC never defines): one thread of each
 /// kernel, called with an argument array like cuLaunchKernel's, and which
 /// kernels' threads synchronise (the simulator runs their blocks as
-/// coroutines; the others a thread at a time).
+/// coroutines; the others a thread at a time), and the kernels' names.
 void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
                      llvm::raw_ostream &os) {
   os << "\n#ifdef LRUC_GPU_SIMULATE\nnamespace {\n";
@@ -866,7 +866,15 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
         "int8_t\n    lruc_sim_synchronises[] = {";
   for (const CudaLaunch *l : kernels)
     os << (l->index ? ", " : "") << (l->synchronises ? 1 : 0);
-  os << "};\n#endif // LRUC_GPU_SIMULATE\n";
+  os << "};\n\n// The kernels' names, as in the PTX (a simulated driver's "
+        "cuModuleGetFunction).\n"
+     << "extern \"C\" __attribute__((visibility(\"default\"))) const "
+        "char *const\n    lruc_sim_kernel_names[] = {";
+  for (const CudaLaunch *l : kernels)
+    os << (l->index ? ", " : "") << '"' << l->kernel << '"';
+  os << "};\nextern \"C\" __attribute__((visibility(\"default\"))) const "
+        "int32_t\n    lruc_sim_kernel_count = "
+     << kernels.size() << ";\n#endif // LRUC_GPU_SIMULATE\n";
 }
 
 } // namespace

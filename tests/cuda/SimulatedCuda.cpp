@@ -1,0 +1,573 @@
+//===- SimulatedCuda.cpp - A CUDA driver and cuBLAS on the CPU, for tests -===//
+//
+// A shared library that exports the CUDA driver and cuBLAS entry points that
+// lruc::cuda::Device opens (Device.cpp), by their real names and signatures,
+// so that the runtime's GPU path runs end to end where there is no GPU:
+//
+//   LRUC_CUDA_DRIVER=liblruc-simulated-cuda.so
+//   LRUC_CUBLAS=liblruc-simulated-cuda.so
+//   LRUC_SIMULATED_KERNELS=kernels.so   (lruc-simulated-kernels model.so)
+//
+// One device, "lruc simulated GPU", compute capability 9.0. Device memory
+// is host memory (unified addressing), filled with NaN bytes when
+// allocated. A module is real PTX (NVRTC's, as Device compiles it): its
+// target must suit the device, and its `.entry` names must be exactly the
+// kernels of $LRUC_SIMULATED_KERNELS, the same CUDA source compiled as C++
+// (tests/support/SimulatedKernels.h runs them). Launches run at once, in
+// order; a kernel whose block cannot finish poisons the context as a
+// failed launch does on a device (every later call returns
+// CUDA_ERROR_LAUNCH_FAILED). cublasSgemm_v2 is column-major, checks its
+// sizes and leading dimensions as cuBLAS documents, and fails for an
+// operand that does not lie inside one device allocation (on a device: an
+// illegal address). What is checked is what the documentation says; what a
+// real device does beyond it (timing, concurrency, memory limits) is not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SimulatedKernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace {
+
+// cuda.h's values.
+enum : int {
+  kSuccess = 0,
+  kInvalidValue = 1,
+  kOutOfMemory = 2,
+  kNotInitialized = 3,
+  kInvalidDevice = 101,
+  kInvalidImage = 200,
+  kInvalidContext = 201,
+  kNoBinaryForGpu = 209,
+  kInvalidHandle = 400,
+  kNotFound = 500,
+  kLaunchFailed = 719,
+};
+constexpr int kAttributeMaxThreadsPerBlock = 1;
+constexpr int kAttributeMaxSharedMemoryPerBlock = 8;
+constexpr int kAttributeMultiprocessorCount = 16;
+constexpr int kAttributeComputeCapabilityMajor = 75;
+constexpr int kAttributeComputeCapabilityMinor = 76;
+constexpr int kComputeCapability = 90;
+constexpr unsigned kMaxSharedMemory = 48 * 1024; // without an opt-in
+// cublas_api.h's values.
+enum : int {
+  kBlasSuccess = 0,
+  kBlasNotInitialized = 1,
+  kBlasInvalidValue = 7,
+  kBlasExecutionFailed = 13,
+};
+constexpr int kBlasOpN = 0, kBlasOpT = 1;
+
+struct Module {
+  lruc::testing::SimulatedKernels kernels;
+  std::set<std::string> entries; ///< the PTX's .entry names
+};
+struct Function {
+  Module *module;
+  int32_t kernel;
+};
+struct Event {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+/// The one device and its primary context.
+struct Driver {
+  bool initialised = false;
+  int retained = 0;             ///< primary context references
+  int stickyError = kSuccess;   ///< a failed launch poisons the context
+  std::map<uintptr_t, size_t> allocations; ///< device memory by start
+  std::set<Module *> modules;
+  std::set<Function *> functions;
+  std::set<Event *> events;
+};
+Driver &driver() {
+  static Driver d;
+  return d;
+}
+int gPrimaryContext; // its address is the CUcontext
+thread_local void *tCurrentContext = nullptr;
+
+void report(const std::string &message) {
+  std::fprintf(stderr, "simulated CUDA driver: %s\n", message.c_str());
+}
+
+/// What every call that needs the device's context checks first.
+int contextError() {
+  Driver &d = driver();
+  if (!d.initialised)
+    return kNotInitialized;
+  if (tCurrentContext != &gPrimaryContext || d.retained == 0)
+    return kInvalidContext;
+  return d.stickyError;
+}
+
+/// Whether [address, address + bytes) lies inside one device allocation.
+bool insideDeviceMemory(uintptr_t address, size_t bytes) {
+  const auto &allocations = driver().allocations;
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin())
+    return false;
+  --it;
+  return address - it->first <= it->second &&
+         bytes <= it->second - (address - it->first);
+}
+
+/// Whether `address` falls inside a device allocation at all.
+bool isDevicePointer(uintptr_t address) {
+  return insideDeviceMemory(address, 0) && address != 0;
+}
+
+/// The `.entry` names of a PTX module and its `.target sm_NN` (0: none).
+std::set<std::string> entriesOf(const std::string &ptx, int &target) {
+  std::set<std::string> entries;
+  target = 0;
+  if (size_t at = ptx.find(".target sm_"); at != std::string::npos)
+    target = std::atoi(ptx.c_str() + at + std::strlen(".target sm_"));
+  const std::string marker = ".entry ";
+  for (size_t at = ptx.find(marker); at != std::string::npos;
+       at = ptx.find(marker, at + 1)) {
+    size_t begin = at + marker.size();
+    size_t end = ptx.find_first_of("( \t\n", begin);
+    entries.insert(ptx.substr(begin, end - begin));
+  }
+  return entries;
+}
+
+} // namespace
+
+extern "C" {
+#define LRUC_EXPORT __attribute__((visibility("default")))
+
+//===-- The driver --------------------------------------------------------===//
+
+LRUC_EXPORT int cuInit(unsigned flags) {
+  if (flags != 0)
+    return kInvalidValue;
+  driver().initialised = true;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuGetErrorString(int error, const char **text) {
+  if (!text)
+    return kInvalidValue;
+  switch (error) {
+  case kSuccess: *text = "no error"; break;
+  case kInvalidValue: *text = "invalid argument"; break;
+  case kOutOfMemory: *text = "out of memory"; break;
+  case kNotInitialized: *text = "initialization error"; break;
+  case kInvalidDevice: *text = "invalid device ordinal"; break;
+  case kInvalidImage: *text = "device kernel image is invalid"; break;
+  case kInvalidContext: *text = "invalid device context"; break;
+  case kNoBinaryForGpu:
+    *text = "no kernel image is available for execution on the device";
+    break;
+  case kInvalidHandle: *text = "invalid resource handle"; break;
+  case kNotFound: *text = "named symbol not found"; break;
+  case kLaunchFailed: *text = "unspecified launch failure"; break;
+  default: *text = nullptr; return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDeviceGetCount(int *count) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (!count)
+    return kInvalidValue;
+  *count = 1;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDeviceGet(int *device, int ordinal) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (!device)
+    return kInvalidValue;
+  if (ordinal != 0)
+    return kInvalidDevice;
+  *device = 0;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDeviceGetName(char *name, int length, int device) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (device != 0)
+    return kInvalidDevice;
+  if (!name || length <= 0)
+    return kInvalidValue;
+  std::snprintf(name, size_t(length), "%s", "lruc simulated GPU");
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDeviceGetAttribute(int *value, int attribute, int device) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (device != 0)
+    return kInvalidDevice;
+  if (!value)
+    return kInvalidValue;
+  switch (attribute) {
+  case kAttributeMaxThreadsPerBlock: *value = 1024; break;
+  case kAttributeMaxSharedMemoryPerBlock: *value = int(kMaxSharedMemory); break;
+  case kAttributeMultiprocessorCount: *value = 132; break;
+  case kAttributeComputeCapabilityMajor: *value = kComputeCapability / 10; break;
+  case kAttributeComputeCapabilityMinor: *value = kComputeCapability % 10; break;
+  default: return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDevicePrimaryCtxRetain(void **context, int device) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (device != 0)
+    return kInvalidDevice;
+  if (!context)
+    return kInvalidValue;
+  ++driver().retained;
+  *context = &gPrimaryContext;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuDevicePrimaryCtxRelease_v2(int device) {
+  Driver &d = driver();
+  if (!d.initialised)
+    return kNotInitialized;
+  if (device != 0)
+    return kInvalidDevice;
+  if (d.retained == 0)
+    return kInvalidContext;
+  if (--d.retained == 0) {
+    // The last release destroys the context and everything in it.
+    for (auto &[start, bytes] : d.allocations)
+      std::free(reinterpret_cast<void *>(start));
+    d.allocations.clear();
+    for (Function *f : d.functions)
+      delete f;
+    d.functions.clear();
+    for (Module *m : d.modules)
+      delete m;
+    d.modules.clear();
+    for (Event *e : d.events)
+      delete e;
+    d.events.clear();
+    d.stickyError = kSuccess;
+  }
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuCtxSetCurrent(void *context) {
+  if (!driver().initialised)
+    return kNotInitialized;
+  if (context && context != &gPrimaryContext)
+    return kInvalidContext;
+  tCurrentContext = context;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuCtxSynchronize() { return contextError(); }
+
+LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
+  if (int error = contextError())
+    return error;
+  if (!module || !image)
+    return kInvalidValue;
+  const std::string ptx(static_cast<const char *>(image));
+  int target = 0;
+  std::set<std::string> entries = entriesOf(ptx, target);
+  if (ptx.find(".version") == std::string::npos || target == 0) {
+    report("the module is not PTX text (no .version or .target sm_NN)");
+    return kInvalidImage;
+  }
+  if (target > kComputeCapability) {
+    report("PTX for sm_" + std::to_string(target) + " on a device of sm_" +
+           std::to_string(kComputeCapability));
+    return kNoBinaryForGpu;
+  }
+  const char *path = std::getenv("LRUC_SIMULATED_KERNELS");
+  if (!path || !*path) {
+    report("LRUC_SIMULATED_KERNELS names no library: build one with "
+           "lruc-simulated-kernels MODEL.so -o KERNELS.so");
+    return kInvalidImage;
+  }
+  auto loaded = std::make_unique<Module>();
+  std::string error;
+  if (!loaded->kernels.open(path, error)) {
+    report(error);
+    return kInvalidImage;
+  }
+  std::set<std::string> simulated;
+  for (int32_t k = 0; k < loaded->kernels.count(); ++k)
+    for (const std::string &name : entries)
+      if (loaded->kernels.find(name.c_str()) == k)
+        simulated.insert(name);
+  if (simulated.size() != entries.size() ||
+      size_t(loaded->kernels.count()) != entries.size()) {
+    report(std::string(path) + " holds " +
+           std::to_string(loaded->kernels.count()) +
+           " kernels, the PTX " + std::to_string(entries.size()) + ", " +
+           std::to_string(simulated.size()) +
+           " of them by the same names: not the same CUDA source");
+    return kInvalidImage;
+  }
+  loaded->entries = std::move(entries);
+  *module = loaded.get();
+  driver().modules.insert(loaded.release());
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuModuleUnload(void *module) {
+  Driver &d = driver();
+  if (int error = contextError(); error && error != d.stickyError)
+    return error;
+  auto it = d.modules.find(static_cast<Module *>(module));
+  if (it == d.modules.end())
+    return kInvalidHandle;
+  for (auto f = d.functions.begin(); f != d.functions.end();)
+    if ((*f)->module == *it) {
+      delete *f;
+      f = d.functions.erase(f);
+    } else {
+      ++f;
+    }
+  delete *it;
+  d.modules.erase(it);
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuModuleGetFunction(void **function, void *module,
+                                    const char *name) {
+  if (int error = contextError())
+    return error;
+  Driver &d = driver();
+  auto it = d.modules.find(static_cast<Module *>(module));
+  if (it == d.modules.end())
+    return kInvalidHandle;
+  if (!function || !name)
+    return kInvalidValue;
+  if (!(*it)->entries.count(name))
+    return kNotFound;
+  auto *f = new Function{*it, (*it)->kernels.find(name)};
+  d.functions.insert(f);
+  *function = f;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
+                               unsigned gridZ, unsigned blockX,
+                               unsigned blockY, unsigned blockZ,
+                               unsigned sharedBytes, void *stream,
+                               void **params, void **extra) {
+  if (int error = contextError())
+    return error;
+  Driver &d = driver();
+  auto it = d.functions.find(static_cast<Function *>(function));
+  if (it == d.functions.end())
+    return kInvalidHandle;
+  if (stream) // Device launches on the default stream only
+    return kInvalidHandle;
+  if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 || blockY == 0 ||
+      blockZ == 0 || gridX > 2147483647u || gridY > 65535 || gridZ > 65535 ||
+      uint64_t(blockX) * blockY * blockZ > 1024 || blockZ > 64 ||
+      sharedBytes > kMaxSharedMemory || (params && extra) || !params)
+    return kInvalidValue;
+  if (gridY != 1 || gridZ != 1 || blockY != 1 || blockZ != 1) {
+    report("a launch with more than one dimension: lruc's kernels index x "
+           "only");
+    return kInvalidValue;
+  }
+  std::string error;
+  if (!(*it)->module->kernels.launch((*it)->kernel, gridX, int32_t(blockX),
+                                     params, error)) {
+    report(error);
+    d.stickyError = kLaunchFailed; // reported by this and every later call
+  }
+  return d.stickyError;
+}
+
+LRUC_EXPORT int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
+  if (int error = contextError())
+    return error;
+  if (!pointer || bytes == 0)
+    return kInvalidValue;
+  // 256-byte alignment, as cudaMalloc promises.
+  void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!memory)
+    return kOutOfMemory;
+  std::memset(memory, 0xff, bytes); // NaN floats: reads before writes show
+  driver().allocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  *pointer = reinterpret_cast<uintptr_t>(memory);
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuMemFree_v2(unsigned long long pointer) {
+  Driver &d = driver();
+  if (int error = contextError(); error && error != d.stickyError)
+    return error;
+  auto it = d.allocations.find(uintptr_t(pointer));
+  if (it == d.allocations.end())
+    return kInvalidValue;
+  std::free(reinterpret_cast<void *>(it->first));
+  d.allocations.erase(it);
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuMemcpy(unsigned long long dst, unsigned long long src,
+                         size_t bytes) {
+  if (int error = contextError())
+    return error;
+  // Unified addressing: a pointer inside a device allocation is device
+  // memory, and the whole range must fit in that allocation.
+  for (uintptr_t p : {uintptr_t(dst), uintptr_t(src)})
+    if (isDevicePointer(p) && !insideDeviceMemory(p, bytes))
+      return kInvalidValue;
+  if (bytes > 0 && (dst == 0 || src == 0))
+    return kInvalidValue;
+  if (bytes > 0)
+    std::memmove(reinterpret_cast<void *>(dst),
+                 reinterpret_cast<const void *>(src), bytes);
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuEventCreate(void **event, unsigned flags) {
+  if (int error = contextError())
+    return error;
+  if (!event || flags != 0)
+    return kInvalidValue;
+  auto *e = new Event;
+  driver().events.insert(e);
+  *event = e;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuEventRecord(void *event, void *stream) {
+  if (int error = contextError())
+    return error;
+  auto it = driver().events.find(static_cast<Event *>(event));
+  if (it == driver().events.end() || stream)
+    return kInvalidHandle;
+  (*it)->recorded = true;
+  (*it)->when = std::chrono::steady_clock::now(); // launches run at once
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuEventSynchronize(void *event) {
+  if (int error = contextError())
+    return error;
+  return driver().events.count(static_cast<Event *>(event)) ? kSuccess
+                                                            : kInvalidHandle;
+}
+
+LRUC_EXPORT int cuEventElapsedTime(float *milliseconds, void *start,
+                                   void *end) {
+  if (int error = contextError())
+    return error;
+  auto &events = driver().events;
+  auto *a = static_cast<Event *>(start), *b = static_cast<Event *>(end);
+  if (!milliseconds)
+    return kInvalidValue;
+  if (!events.count(a) || !events.count(b) || !a->recorded || !b->recorded)
+    return kInvalidHandle;
+  *milliseconds = std::chrono::duration<float, std::milli>(b->when - a->when)
+                      .count();
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuEventDestroy_v2(void *event) {
+  auto &events = driver().events;
+  auto it = events.find(static_cast<Event *>(event));
+  if (it == events.end())
+    return kInvalidHandle;
+  delete *it;
+  events.erase(it);
+  return kSuccess;
+}
+
+//===-- cuBLAS ------------------------------------------------------------===//
+
+struct BlasHandle {
+  int64_t gemms = 0;
+};
+
+LRUC_EXPORT int cublasCreate_v2(void **handle) {
+  if (contextError())
+    return kBlasNotInitialized;
+  if (!handle)
+    return kBlasInvalidValue;
+  *handle = new BlasHandle;
+  return kBlasSuccess;
+}
+
+LRUC_EXPORT int cublasDestroy_v2(void *handle) {
+  if (!handle)
+    return kBlasNotInitialized;
+  delete static_cast<BlasHandle *>(handle);
+  return kBlasSuccess;
+}
+
+/// Column-major C[m, n] = alpha op(A) op(B) + beta C, cuBLAS's contract.
+LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
+                               int n, int k, const float *alpha,
+                               const float *a, int lda, const float *b,
+                               int ldb, const float *beta, float *c,
+                               int ldc) {
+  if (!handle)
+    return kBlasNotInitialized;
+  const int rowsA = transA == kBlasOpN ? m : k;
+  const int rowsB = transB == kBlasOpN ? k : n;
+  if ((transA != kBlasOpN && transA != kBlasOpT) ||
+      (transB != kBlasOpN && transB != kBlasOpT) || m < 0 || n < 0 ||
+      k < 0 || lda < std::max(1, rowsA) || ldb < std::max(1, rowsB) ||
+      ldc < std::max(1, m) || !alpha || !beta)
+    return kBlasInvalidValue;
+  if (contextError())
+    return kBlasExecutionFailed;
+  if (m == 0 || n == 0)
+    return kBlasSuccess;
+  // Each operand's extent, as cuBLAS reads it: `cols` columns of `ld`.
+  auto extent = [](int rows, int cols, int ld) {
+    return (size_t(cols - 1) * size_t(ld) + size_t(rows)) * sizeof(float);
+  };
+  const int colsA = transA == kBlasOpN ? k : m;
+  const int colsB = transB == kBlasOpN ? n : k;
+  if ((k > 0 && (!insideDeviceMemory(uintptr_t(a), extent(rowsA, colsA, lda)) ||
+                 !insideDeviceMemory(uintptr_t(b), extent(rowsB, colsB, ldb)))) ||
+      !insideDeviceMemory(uintptr_t(c), extent(m, n, ldc))) {
+    report("cublasSgemm_v2: an operand outside device memory (m " +
+           std::to_string(m) + ", n " + std::to_string(n) + ", k " +
+           std::to_string(k) + ", lda " + std::to_string(lda) + ", ldb " +
+           std::to_string(ldb) + ", ldc " + std::to_string(ldc) + ")");
+    driver().stickyError = kLaunchFailed; // an illegal address, on a device
+    return kBlasExecutionFailed;
+  }
+  ++static_cast<BlasHandle *>(handle)->gemms;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p)
+        sum += double(transA == kBlasOpN ? a[size_t(p) * lda + i]
+                                         : a[size_t(i) * lda + p]) *
+               double(transB == kBlasOpN ? b[size_t(j) * ldb + p]
+                                         : b[size_t(p) * ldb + j]);
+      float &out = c[size_t(j) * ldc + i];
+      // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
+      out = float(*alpha * sum + (*beta == 0.0f ? 0.0 : double(*beta) * out));
+    }
+  return kBlasSuccess;
+}
+
+} // extern "C"
