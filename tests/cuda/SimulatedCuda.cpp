@@ -10,7 +10,7 @@
 //
 // One device, "lruc simulated GPU", compute capability 9.0. Device memory
 // is host memory (unified addressing), filled with NaN bytes when
-// allocated. A module is real PTX (NVRTC's, as Device compiles it): its
+// allocated, at most $LRUC_SIMULATED_MEMORY bytes of it when that is set. A module is real PTX (NVRTC's, as Device compiles it): its
 // target must suit the device, and its `.entry` names must be exactly the
 // kernels of $LRUC_SIMULATED_KERNELS, the same CUDA source compiled as C++
 // (tests/support/SimulatedKernels.h runs them). Launches run at once, in
@@ -404,6 +404,15 @@ LRUC_EXPORT int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
     return error;
   if (!pointer || bytes == 0)
     return kInvalidValue;
+  // $LRUC_SIMULATED_MEMORY: the device's memory in bytes (default: as much
+  // as the host gives).
+  if (const char *limit = std::getenv("LRUC_SIMULATED_MEMORY")) {
+    size_t used = 0;
+    for (const auto &allocation : driver().allocations)
+      used += allocation.second;
+    if (used + bytes > std::strtoull(limit, nullptr, 10))
+      return kOutOfMemory;
+  }
   // 256-byte alignment, as cudaMalloc promises.
   void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!memory)

@@ -16,6 +16,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 int main(int argc, char **argv) {
@@ -23,7 +24,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: lruc-simulated-kernels MODEL.so -o KERNELS.so\n");
     return 2;
   }
-  void *library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  // A path, so that dlopen does not search the loader's path for a bare name.
+  const std::string model = std::filesystem::absolute(argv[1]).string();
+  void *library = dlopen(model.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     std::fprintf(stderr, "lruc-simulated-kernels: %s\n", dlerror());
     return 1;

@@ -21,7 +21,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lruc_tools_dir, append_path=True)
 tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-plot", "lru-data",
-         "FileCheck", "not", "count"]
+         "lruc-simulated-kernels", "FileCheck", "not", "count"]
 llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_tools_dir])
 
 # The trainer's end-to-end tests read Debian's dataset-fashion-mnist.
@@ -60,3 +60,14 @@ def nvrtc_loads():
 config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
 if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
     config.available_features.add("nvrtc")
+
+# The simulated CUDA driver and cuBLAS (tests/cuda/SimulatedCuda.cpp): the
+# runtime's GPU path on the CPU. Built outside the sanitizer build, and it
+# loads NVRTC's PTX, so it needs NVRTC too.
+simulated_cuda = os.path.join(config.lruc_obj_root, "lib",
+                              "liblruc-simulated-cuda.so")
+config.substitutions.append(
+    ("%simulated_gpu",
+     f"env LRUC_CUDA_DRIVER={simulated_cuda} LRUC_CUBLAS={simulated_cuda}"))
+if "nvrtc" in config.available_features and os.path.exists(simulated_cuda):
+    config.available_features.add("simulated-cuda")

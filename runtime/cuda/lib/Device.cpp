@@ -118,8 +118,12 @@ const Device::Api *openApi(std::string &failure) {
 /// `what` failed: the driver's name for `result`.
 std::string driverError(const Device::Api &api, CUresult result,
                         const std::string &what) {
+  constexpr CUresult kStubLibrary = 34; // CUDA_ERROR_STUB_LIBRARY
   const char *text = nullptr;
-  if (api.getErrorString(result, &text) != 0 || !text)
+  if (result == kStubLibrary)
+    text = "this libcuda is the CUDA toolkit's stub (lib64/stubs), not an "
+           "NVIDIA driver: take stubs/ off the loader's path";
+  else if (api.getErrorString(result, &text) != 0 || !text)
     text = "unknown error";
   return what + " failed: " + text + " (" + std::to_string(result) + ")";
 }

@@ -154,13 +154,24 @@ float *const *OutputBuffers::resize(int64_t batch) {
 EvalResult evaluate(const ModelLibrary &library, const float *params,
                     const float *state, const data::Dataset &dataset,
                     int64_t batch, int threads) {
+  return evaluate(
+      library.manifest(),
+      [&](int64_t count, const void *const *inputs, float *const *outputs) {
+        library.forward(count, params, state, inputs, outputs);
+      },
+      dataset, batch, threads);
+}
+
+EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
+                    const data::Dataset &dataset, int64_t batch,
+                    int threads) {
   EvalResult result;
   const size_t n = dataset.size();
   if (n == 0)
     return result;
   batch = std::max<int64_t>(batch, 1);
   const size_t numBatches = (n + size_t(batch) - 1) / size_t(batch);
-  const int64_t classes = library.manifest().outputs[1].shape.back();
+  const int64_t classes = manifest.outputs[1].shape.back();
   std::vector<double> lossSums(numBatches, 0.0);
   std::vector<int64_t> correct(numBatches, 0);
 
@@ -169,7 +180,7 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
   size_t next = 0; // the next batch to take, under failureMutex
   auto worker = [&] {
     data::Batch b;
-    OutputBuffers outputs(library.manifest());
+    OutputBuffers outputs(manifest);
     std::vector<size_t> indices;
     for (;;) {
       size_t i;
@@ -185,9 +196,8 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
         std::iota(indices.begin(), indices.end(), begin);
         data::gather(dataset, indices.data(), indices.size(), b);
         const auto count = int64_t(indices.size());
-        auto inputs = bindInputs(library.manifest(), b);
-        library.forward(count, params, state, inputs.data(),
-                        outputs.resize(count));
+        auto inputs = bindInputs(manifest, b);
+        forward(count, inputs.data(), outputs.resize(count));
         lossSums[i] = double(outputs.loss()) * double(count);
         correct[i] = countCorrect(outputs.predictions(), classes,
                                   b.labels.data(), count);

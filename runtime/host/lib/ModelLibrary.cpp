@@ -347,6 +347,10 @@ ModelLibrary::~ModelLibrary() {
     dlclose(handle_);
 }
 
+bool ModelLibrary::hasCuda() const {
+  return findSymbol("lruc_gpu_model_get") && findSymbol("lruc_cuda_source");
+}
+
 void *ModelLibrary::findSymbol(const char *name) const {
   return dlsym(handle_, name);
 }

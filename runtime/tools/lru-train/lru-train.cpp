@@ -25,6 +25,7 @@
 #include "lruc/host/Checkpoint.h"
 #include "lruc/host/DataOrder.h"
 #include "lruc/host/Evaluate.h"
+#include "lruc/host/GpuModel.h"
 #include "lruc/host/Memory.h"
 #include "lruc/host/Metrics.h"
 #include "lruc/host/ModelLibrary.h"
@@ -428,14 +429,17 @@ void removeStaleTemporaries(const fs::path &out) {
 
 class Trainer {
 public:
+  /// On the CPU, or on `gpu` when given (its kernels loaded, its memory
+  /// reserved for the larger of the batch and the evaluation batch).
   Trainer(const ModelLibrary &library, RunSettings settings, TaskData &data,
-          fs::path out, int threads)
+          fs::path out, int threads, GpuModel *gpu)
       : library_(library), manifest_(library.manifest()),
         settings_(std::move(settings)), data_(data),
         train_(data.split(data::Split::Train)), out_(std::move(out)),
         lastPath_(out_ / "last.safetensors"),
         bestPath_(out_ / "best.safetensors"), threads_(threads),
-        kernelThreads_(library), current_(Checkpoint::zeros(manifest_)) {
+        kernelThreads_(library), gpu_(gpu),
+        current_(Checkpoint::zeros(manifest_)) {
     kernelThreads_.use(threads_);
   }
 
@@ -474,6 +478,19 @@ public:
 
   int64_t step() const { return current_.step; }
 
+  /// The starting point to the GPU (after initialise, initialiseFrom or
+  /// restore); from here on the device holds the training blocks and
+  /// current_ is brought up to date before it is saved.
+  void uploadToGpu() {
+    if (!gpu_)
+      return;
+    if (!current_.hasOptimizerState()) {
+      current_.adamM.assign(manifest_.paramFloats, 0.0f);
+      current_.adamV.assign(manifest_.paramFloats, 0.0f);
+    }
+    gpu_->upload(current_);
+  }
+
   /// Trains to the end, or to --stop-after, a signal or a non-finite loss;
   /// returns the exit status.
   int run(std::optional<int64_t> stopAfter, int64_t logEvery) {
@@ -509,10 +526,14 @@ public:
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
 
       auto before = std::chrono::steady_clock::now();
-      library_.trainStep(s.batch, current_.params.data(), current_.adamM.data(),
-                         current_.adamV.data(), current_.state.data(),
-                         float(lr), step, inputs.data(), dropoutKey,
-                         outputs.resize(s.batch));
+      if (gpu_)
+        gpu_->trainStep(s.batch, float(lr), step, inputs.data(), dropoutKey,
+                        outputs.resize(s.batch));
+      else
+        library_.trainStep(s.batch, current_.params.data(),
+                           current_.adamM.data(), current_.adamV.data(),
+                           current_.state.data(), float(lr), step,
+                           inputs.data(), dropoutKey, outputs.resize(s.batch));
       double seconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - before)
                            .count();
@@ -595,6 +616,8 @@ private:
   }
 
   void save(const fs::path &path) {
+    if (gpu_)
+      gpu_->download(current_);
     Metadata &meta = current_.metadata;
     meta["epoch"] = std::to_string(epochOf(current_.step));
     meta["best_val_accuracy"] =
@@ -609,6 +632,20 @@ private:
   }
 
   EvalResult evaluateSplit(const Checkpoint &checkpoint, data::Split split) {
+    if (gpu_) {
+      // current_ may lag the device; the device's own blocks are current.
+      if (&checkpoint == &current_)
+        gpu_->evaluateTrainingBlocks();
+      else
+        gpu_->evaluateCheckpoint(checkpoint);
+      return evaluate(
+          manifest_,
+          [&](int64_t count, const void *const *inputs,
+              float *const *outputs) {
+            gpu_->forward(count, inputs, outputs);
+          },
+          data_.split(split), settings_.evalBatch);
+    }
     kernelThreads_.use(1); // batches in parallel instead
     EvalResult r =
         evaluate(library_, checkpoint.params.data(), checkpoint.state.data(),
@@ -659,8 +696,9 @@ private:
   const fs::path out_, lastPath_, bestPath_;
   const int threads_;
   KernelThreads kernelThreads_;
+  GpuModel *gpu_; ///< null: the CPU
 
-  Checkpoint current_;
+  Checkpoint current_; ///< on a GPU, as of the last save
   double bestAccuracy_ = -1;
   int64_t bestStep_ = 0;
   double elapsedBefore_ = 0; // wall seconds of earlier segments of this run
@@ -684,12 +722,24 @@ int trainMain(int argc, char **argv) {
   ModelLibrary library = ModelLibrary::open(f.model);
   const Manifest &manifest = library.manifest();
   const std::string libraryName = library.path().string();
-  if (f.device == "gpu")
-    throw HostError(fmt::format(
-        "{}: --device gpu: this library has no CUDA backend yet (lruc emits "
-        "CPU code only so far); use --device cpu",
-        libraryName));
-  // auto: the CPU until libraries carry CUDA kernels.
+  // auto: the GPU when the library has kernels for one and the machine
+  // has one, else the CPU.
+  std::unique_ptr<GpuModel> gpu;
+  if (f.device != "cpu") {
+    std::string whyNot;
+    gpu = GpuModel::open(library, 0, whyNot);
+    if (!gpu && f.device == "gpu")
+      throw HostError(fmt::format("{}: --device gpu: {}", libraryName, whyNot));
+  }
+  if (gpu) {
+    std::string cache = GpuModel::kernelCacheDirectory();
+    std::fprintf(stderr,
+                 "%s: compiling the CUDA kernels for %s (NVRTC, once per "
+                 "model and device%s%s)\n",
+                 kTool, gpu->deviceDescription().c_str(),
+                 cache.empty() ? "" : "; cached in ", cache.c_str());
+    gpu->loadKernels();
+  }
 
   const TrainSettings base = manifest.train.value_or(TrainSettings{});
   RunSettings s = settingsFrom(base, f, libraryName);
@@ -737,19 +787,28 @@ int trainMain(int argc, char **argv) {
   planSteps(s, f, base, train.size(), stored ? &*stored : nullptr,
             lastPath.string());
 
+  // Device memory before anything is written: too little is an error.
+  if (gpu)
+    gpu->reserve(std::max(s.batch, s.evalBatch));
+
   fs::create_directories(out, ec);
   if (ec)
     throw HostError(
         fmt::format("{}: cannot create: {}", out.string(), ec.message()));
   removeStaleTemporaries(out);
 
-  Trainer trainer(library, s, data, out, threads);
+  std::string device =
+      fmt::format("cpu ({} thread{})", threads, threads == 1 ? "" : "s");
+  if (gpu)
+    device = "gpu: " + gpu->deviceDescription();
+  Trainer trainer(library, s, data, out, threads, gpu.get());
   if (resumed)
     trainer.restore(std::move(*resumed));
   else if (initial)
     trainer.initialiseFrom(*initial);
   else
     trainer.initialise();
+  trainer.uploadToGpu();
 
   // What this run is, in a file of its own (the checkpoints carry it too).
   json config = s.all();
@@ -759,15 +818,14 @@ int trainMain(int argc, char **argv) {
     config["init_from"] = fs::absolute(*f.initFrom).string();
   config["validation"] = data.validationSource();
   config["threads"] = threads;
+  config["device"] = device;
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
 
-  std::string threading =
-      fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
   std::fprintf(stderr,
-               "%s: %s on cpu (%s): %s, train %zu, val %zu (%s)\n"
+               "%s: %s on %s: %s, train %zu, val %zu (%s)\n"
                "%s: %lld steps (%lld per epoch) of batch %lld, lr %g (%s), "
                "eval every %lld steps, output in %s\n",
-               kTool, manifest.model.c_str(), threading.c_str(), s.task.c_str(),
+               kTool, manifest.model.c_str(), device.c_str(), s.task.c_str(),
                train.size(), val.size(), data.validationSource().c_str(), kTool,
                (long long)s.totalSteps, (long long)s.stepsPerEpoch,
                (long long)s.batch, s.schedule.peak,

@@ -1,6 +1,7 @@
-"""Exit 0 iff two safetensors files hold the same tensors, bit for bit.
+"""Exit 0 iff two safetensors files hold the same tensors: bit for bit, or
+with --atol X, every F32 value within X of the other's.
 
-    python same_tensors.py A.safetensors B.safetensors
+    python same_tensors.py A.safetensors B.safetensors [--atol X]
 
 Reads the format directly (8-byte little-endian header size, JSON header,
 data), so the test needs nothing beyond Python. Metadata may differ (a
@@ -24,10 +25,37 @@ def tensors(path):
     }
 
 
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+def largest_difference(x, y):
+    """Largest |x - y| over two F32 tensors' values (inf for a NaN)."""
+    count = len(x[2]) // 4
+    a = struct.unpack(f"<{count}f", x[2])
+    b = struct.unpack(f"<{count}f", y[2])
+    worst = 0.0
+    for u, v in zip(a, b):
+        d = abs(u - v)
+        worst = max(worst, d if d == d else float("inf"))
+    return worst
+
+
+args = sys.argv[1:]
+atol = None
+if "--atol" in args:
+    i = args.index("--atol")
+    atol = float(args[i + 1])
+    del args[i : i + 2]
+a, b = tensors(args[0]), tensors(args[1])
 if a.keys() != b.keys():
     sys.exit(f"different tensors: {sorted(a.keys() ^ b.keys())}")
-differ = [name for name in a if a[name] != b[name]]
-if differ:
-    sys.exit(f"{len(differ)} tensors differ, e.g. {differ[0]}")
-print(f"{len(a)} tensors identical")
+if atol is None:
+    differ = [name for name in a if a[name] != b[name]]
+    if differ:
+        sys.exit(f"{len(differ)} tensors differ, e.g. {differ[0]}")
+    print(f"{len(a)} tensors identical")
+    sys.exit(0)
+shapes = [name for name in a if a[name][:2] != b[name][:2]]
+if shapes:
+    sys.exit(f"{len(shapes)} tensors differ in dtype or shape, e.g. {shapes[0]}")
+worst = max((largest_difference(a[name], b[name]), name) for name in a)
+if worst[0] > atol:
+    sys.exit(f"{worst[1]} differs by {worst[0]:.3g} > {atol:g}")
+print(f"{len(a)} tensors within {atol:g} (largest difference {worst[0]:.3g}, {worst[1]})")

@@ -13,6 +13,7 @@
 #include "lruc/host/ModelLibrary.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,17 @@ struct EvalResult {
 EvalResult evaluate(const ModelLibrary &library, const float *params,
                     const float *state, const data::Dataset &dataset,
                     int64_t batch, int threads = 1);
+
+/// One eval-mode forward of `count` examples: `inputs` as bindInputs gives
+/// them, `outputs` as OutputBuffers sizes them.
+using ForwardFn = std::function<void(int64_t count, const void *const *inputs,
+                                     float *const *outputs)>;
+
+/// The same with any forward (a GPU's): called from `threads` threads at
+/// once, so it must be reentrant when `threads` > 1.
+EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
+                    const data::Dataset &dataset, int64_t batch,
+                    int threads = 1);
 
 } // namespace lruc::host
 

@@ -125,9 +125,9 @@ public:
   /// A symbol of the library or of a library it links (dlsym on its
   /// handle), e.g. OpenBLAS's openblas_set_num_threads; null if none.
   void *findSymbol(const char *name) const;
-  /// Whether the library carries CUDA kernels (none does yet: lruc emits
-  /// CPU code only).
-  bool hasCuda() const { return false; }
+  /// Whether the library carries CUDA kernels and their host schedule
+  /// (lruc_gpu.h; GpuModel runs them).
+  bool hasCuda() const;
 
   // The entry points; each throws HostError "LIBRARY: ENTRY: MESSAGE" when
   // the library reports an error. Buffers are as lruc_model.h describes.

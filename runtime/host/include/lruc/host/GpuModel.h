@@ -1,0 +1,111 @@
+//===- GpuModel.h - A model library run on a CUDA device --------*- C++ -*-===//
+//
+// A model library's GPU half (runtime/include/lruc_gpu.h: its CUDA source
+// and the host schedule that launches it) on a CUDA device through
+// lruc::cuda::Device: the library's kernels compiled by NVRTC (cached on
+// disk) and loaded once; the parameters, AdamW's moments and the running
+// statistics kept on the device between calls; each call uploads a batch's
+// inputs and brings back its outputs (the loss and the predictions).
+//
+// Device memory is one allocation per model, made by `reserve` for the
+// largest batch: the training blocks (parameters, m, v, running
+// statistics), a copy of the parameters and statistics that evaluation
+// reads, each input and output at that batch, and the schedule's workspace
+// (laid out by the compiler's memory plan; workspace_bytes). Nothing is
+// allocated while training.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_HOST_GPUMODEL_H
+#define LRUC_HOST_GPUMODEL_H
+
+#include "lruc/host/Checkpoint.h"
+#include "lruc/host/ModelLibrary.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct lruc_gpu_model;
+namespace lruc::cuda {
+class Device;
+}
+
+namespace lruc::host {
+
+class GpuModel {
+public:
+  /// `library` on CUDA device `ordinal`. Null, with the reason in
+  /// `whyNot`, when the library carries no GPU half or the machine has no
+  /// driver, cuBLAS or such device.
+  static std::unique_ptr<GpuModel> open(const ModelLibrary &library,
+                                        int ordinal, std::string &whyNot);
+  /// Compiles the library's kernels for the device (NVRTC, once per source
+  /// and device: cached under cuda::defaultPtxCacheDirectory()) and loads
+  /// them; before anything else. Throws HostError when they do not compile
+  /// or load (a bug in lruc: the message holds NVRTC's log).
+  void loadKernels();
+  /// Where loadKernels caches the PTX ("" when nowhere).
+  static std::string kernelCacheDirectory();
+  ~GpuModel();
+  GpuModel(const GpuModel &) = delete;
+  GpuModel &operator=(const GpuModel &) = delete;
+
+  /// "NAME (sm_NN)".
+  std::string deviceDescription() const;
+
+  /// Device memory for batches of up to `batch` examples, in one
+  /// allocation (the pool); the blocks it held are lost. Throws HostError
+  /// when the device has too little memory.
+  void reserve(int64_t batch);
+  int64_t reservedBatch() const { return reservedBatch_; }
+  size_t poolBytes() const { return poolBytes_; }
+
+  /// The training blocks (parameters, optimizer state, running statistics)
+  /// to and from the device. `upload` needs the optimizer state.
+  void upload(const Checkpoint &checkpoint);
+  void download(Checkpoint &checkpoint) const;
+
+  /// One AdamW step on the training blocks, as ModelLibrary::trainStep:
+  /// host `inputs` (bindInputs), host `outputs` (OutputBuffers).
+  void trainStep(int64_t batch, float lr, int64_t step,
+                 const void *const *inputs, const int64_t dropoutKey[2],
+                 float *const *outputs);
+
+  /// What `forward` evaluates: the training blocks as they are now, or
+  /// another checkpoint's parameters and statistics.
+  void evaluateTrainingBlocks();
+  void evaluateCheckpoint(const Checkpoint &checkpoint);
+  /// Eval-mode forward on the blocks chosen above, as ModelLibrary::forward.
+  void forward(int64_t batch, const void *const *inputs,
+               float *const *outputs);
+
+private:
+  GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
+           std::unique_ptr<cuda::Device> device);
+  [[noreturn]] void fail(const std::string &what,
+                         const std::string &message) const;
+  void copy(void *dst, const void *src, size_t bytes, int kind,
+            const char *what) const;
+  /// Inputs host → device; the device pointers to pass.
+  const void *const *uploadInputs(int64_t batch, const void *const *inputs);
+  void downloadOutputs(int64_t batch, float *const *outputs);
+  void checkBatch(int64_t batch, const char *entry) const;
+
+  const ModelLibrary &library_;
+  const lruc_gpu_model &gpu_;
+  std::unique_ptr<cuda::Device> device_;
+  void *pool_ = nullptr;
+  size_t poolBytes_ = 0;
+  int64_t reservedBatch_ = 0;
+  // Views into the pool.
+  float *params_ = nullptr, *adamM_ = nullptr, *adamV_ = nullptr,
+        *state_ = nullptr, *evalParams_ = nullptr, *evalState_ = nullptr;
+  void *workspace_ = nullptr;
+  std::vector<void *> inputs_;
+  std::vector<float *> outputs_;
+};
+
+} // namespace lruc::host
+
+#endif // LRUC_HOST_GPUMODEL_H

@@ -1,0 +1,241 @@
+//===- GpuModel.cpp - A model library run on a CUDA device ----------------===//
+
+#include "lruc/host/GpuModel.h"
+
+#include "lruc/cuda/Device.h"
+#include "lruc/cuda/PtxCache.h"
+#include "lruc/host/Evaluate.h"
+#include "lruc_gpu.h"
+
+#include <fmt/format.h>
+
+namespace lruc::host {
+
+namespace {
+
+constexpr size_t kAlignment = 256; // what lruc_gpu.h asks of the workspace
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+size_t inputBytes(const TensorInfo &input, int64_t batch) {
+  size_t n = dtypeSize(input.dtype);
+  for (int64_t d : input.shape)
+    n *= size_t(d < 0 ? batch : d);
+  return n;
+}
+
+} // namespace
+
+std::unique_ptr<GpuModel> GpuModel::open(const ModelLibrary &library,
+                                         int ordinal, std::string &whyNot) {
+  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
+      library.findSymbol("lruc_gpu_model_get"));
+  auto source = reinterpret_cast<const char *(*)()>(
+      library.findSymbol("lruc_cuda_source"));
+  const lruc_gpu_model *gpu = get ? get(LRUC_GPU_ABI_VERSION) : nullptr;
+  if (!gpu || !source) {
+    whyNot = get ? "the library's GPU half speaks another version of "
+                   "lruc_gpu.h (rebuild it with this lruc)"
+                 : "the library carries no CUDA kernels";
+    return nullptr;
+  }
+  if (gpu->struct_size != sizeof(lruc_gpu_model))
+    throw HostError(fmt::format(
+        "{}: its lruc_gpu_model is {} bytes, this runtime's {}: built by "
+        "another lruc",
+        library.path().string(), gpu->struct_size, sizeof(lruc_gpu_model)));
+  std::unique_ptr<cuda::Device> device = cuda::Device::open(ordinal, whyNot);
+  if (!device)
+    return nullptr;
+  return std::unique_ptr<GpuModel>(
+      new GpuModel(library, *gpu, std::move(device)));
+}
+
+void GpuModel::loadKernels() {
+  auto source = reinterpret_cast<const char *(*)()>(
+      library_.findSymbol("lruc_cuda_source"));
+  std::string error;
+  if (!device_->loadKernels(source(), gpu_.kernels, gpu_.num_kernels, error))
+    fail(fmt::format("compiling and loading the CUDA kernels for {}",
+                     device_->arch()),
+         error);
+}
+
+std::string GpuModel::kernelCacheDirectory() {
+  return cuda::defaultPtxCacheDirectory();
+}
+
+GpuModel::GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
+                   std::unique_ptr<cuda::Device> device)
+    : library_(library), gpu_(gpu), device_(std::move(device)) {}
+
+GpuModel::~GpuModel() { device_->release(pool_); }
+
+std::string GpuModel::deviceDescription() const {
+  return fmt::format("{} ({})", device_->name(), device_->arch());
+}
+
+void GpuModel::fail(const std::string &what, const std::string &message) const {
+  throw HostError(
+      fmt::format("{}: {} on the GPU: {}", library_.path().string(), what,
+                  message));
+}
+
+void GpuModel::reserve(int64_t batch) {
+  const Manifest &m = library_.manifest();
+  const size_t paramBytes = aligned(m.paramFloats * sizeof(float));
+  const size_t stateBytes = aligned(m.stateFloats * sizeof(float));
+  size_t bytes = 4 * paramBytes + 2 * stateBytes;
+  for (const TensorInfo &input : m.inputs)
+    bytes += aligned(inputBytes(input, batch));
+  for (const TensorInfo &output : m.outputs)
+    bytes += aligned(outputElements(output, batch) * sizeof(float));
+  bytes += aligned(gpu_.workspace_bytes(batch));
+
+  device_->release(pool_);
+  pool_ = nullptr;
+  poolBytes_ = 0;
+  reservedBatch_ = 0;
+  std::string error;
+  pool_ = device_->allocate(bytes, error);
+  if (!pool_)
+    fail(fmt::format("{:.1f} MiB of device memory for batch {}",
+                     double(bytes) / (1 << 20), batch),
+         error);
+  poolBytes_ = bytes;
+  reservedBatch_ = batch;
+
+  char *next = static_cast<char *>(pool_);
+  auto carve = [&](size_t size) {
+    char *at = next;
+    next += aligned(size);
+    return at;
+  };
+  params_ = reinterpret_cast<float *>(carve(paramBytes));
+  adamM_ = reinterpret_cast<float *>(carve(paramBytes));
+  adamV_ = reinterpret_cast<float *>(carve(paramBytes));
+  evalParams_ = reinterpret_cast<float *>(carve(paramBytes));
+  state_ = reinterpret_cast<float *>(carve(stateBytes));
+  evalState_ = reinterpret_cast<float *>(carve(stateBytes));
+  inputs_.clear();
+  for (const TensorInfo &input : m.inputs)
+    inputs_.push_back(carve(inputBytes(input, batch)));
+  outputs_.clear();
+  for (const TensorInfo &output : m.outputs)
+    outputs_.push_back(reinterpret_cast<float *>(
+        carve(outputElements(output, batch) * sizeof(float))));
+  workspace_ = carve(gpu_.workspace_bytes(batch));
+}
+
+void GpuModel::copy(void *dst, const void *src, size_t bytes, int kind,
+                    const char *what) const {
+  if (bytes == 0)
+    return;
+  const lruc_gpu_ops &ops = *device_->ops();
+  if (int r = ops.copy(ops.context, dst, src, bytes, kind)) {
+    std::string error;
+    if (device_->synchronize(error))
+      error = fmt::format("copy failed ({})", r);
+    fail(what, error);
+  }
+}
+
+void GpuModel::upload(const Checkpoint &c) {
+  const Manifest &m = library_.manifest();
+  if (!pool_)
+    fail("upload", "no device memory reserved (reserve first)");
+  if (!c.hasOptimizerState())
+    fail("upload", "the checkpoint has no optimizer state");
+  const size_t paramBytes = m.paramFloats * sizeof(float);
+  copy(params_, c.params.data(), paramBytes, LRUC_COPY_HOST_TO_DEVICE,
+       "upload");
+  copy(adamM_, c.adamM.data(), paramBytes, LRUC_COPY_HOST_TO_DEVICE, "upload");
+  copy(adamV_, c.adamV.data(), paramBytes, LRUC_COPY_HOST_TO_DEVICE, "upload");
+  copy(state_, c.state.data(), m.stateFloats * sizeof(float),
+       LRUC_COPY_HOST_TO_DEVICE, "upload");
+}
+
+void GpuModel::download(Checkpoint &c) const {
+  const Manifest &m = library_.manifest();
+  const size_t paramBytes = m.paramFloats * sizeof(float);
+  c.params.resize(m.paramFloats);
+  c.adamM.resize(m.paramFloats);
+  c.adamV.resize(m.paramFloats);
+  c.state.resize(m.stateFloats);
+  copy(c.params.data(), params_, paramBytes, LRUC_COPY_DEVICE_TO_HOST,
+       "download");
+  copy(c.adamM.data(), adamM_, paramBytes, LRUC_COPY_DEVICE_TO_HOST,
+       "download");
+  copy(c.adamV.data(), adamV_, paramBytes, LRUC_COPY_DEVICE_TO_HOST,
+       "download");
+  copy(c.state.data(), state_, m.stateFloats * sizeof(float),
+       LRUC_COPY_DEVICE_TO_HOST, "download");
+}
+
+void GpuModel::checkBatch(int64_t batch, const char *entry) const {
+  if (batch <= 0 || batch > reservedBatch_)
+    fail(entry, fmt::format("batch {} outside the reserved 1..{}", batch,
+                            reservedBatch_));
+}
+
+const void *const *GpuModel::uploadInputs(int64_t batch,
+                                          const void *const *inputs) {
+  const Manifest &m = library_.manifest();
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    copy(inputs_[i], inputs[i], inputBytes(m.inputs[i], batch),
+         LRUC_COPY_HOST_TO_DEVICE, "uploading a batch");
+  return inputs_.data();
+}
+
+void GpuModel::downloadOutputs(int64_t batch, float *const *outputs) {
+  const Manifest &m = library_.manifest();
+  for (size_t o = 0; o < m.outputs.size(); ++o)
+    copy(outputs[o], outputs_[o],
+         outputElements(m.outputs[o], batch) * sizeof(float),
+         LRUC_COPY_DEVICE_TO_HOST, "reading the outputs");
+}
+
+void GpuModel::trainStep(int64_t batch, float lr, int64_t step,
+                         const void *const *inputs,
+                         const int64_t dropoutKey[2], float *const *outputs) {
+  checkBatch(batch, "train_step");
+  const void *const *deviceInputs = uploadInputs(batch, inputs);
+  char message[512] = "";
+  if (gpu_.train_step(device_->ops(), workspace_, batch, params_, adamM_,
+                      adamV_, state_, lr, float(step), deviceInputs,
+                      dropoutKey, outputs_.data(), message, sizeof message))
+    fail("train_step", message);
+  downloadOutputs(batch, outputs);
+}
+
+void GpuModel::evaluateTrainingBlocks() {
+  const Manifest &m = library_.manifest();
+  copy(evalParams_, params_, m.paramFloats * sizeof(float),
+       LRUC_COPY_DEVICE_TO_DEVICE, "evaluation");
+  copy(evalState_, state_, m.stateFloats * sizeof(float),
+       LRUC_COPY_DEVICE_TO_DEVICE, "evaluation");
+}
+
+void GpuModel::evaluateCheckpoint(const Checkpoint &c) {
+  const Manifest &m = library_.manifest();
+  copy(evalParams_, c.params.data(), m.paramFloats * sizeof(float),
+       LRUC_COPY_HOST_TO_DEVICE, "evaluation");
+  copy(evalState_, c.state.data(), m.stateFloats * sizeof(float),
+       LRUC_COPY_HOST_TO_DEVICE, "evaluation");
+}
+
+void GpuModel::forward(int64_t batch, const void *const *inputs,
+                       float *const *outputs) {
+  checkBatch(batch, "forward");
+  const void *const *deviceInputs = uploadInputs(batch, inputs);
+  char message[512] = "";
+  if (gpu_.forward(device_->ops(), workspace_, batch, evalParams_,
+                   evalState_, deviceInputs, outputs_.data(), message,
+                   sizeof message))
+    fail("forward", message);
+  downloadOutputs(batch, outputs);
+}
+
+} // namespace lruc::host

@@ -1,0 +1,25 @@
+"""Exit 0 iff two runs' metrics.jsonl hold the same records, losses within a
+relative tolerance and everything else (steps, splits, learning rates,
+accuracies, example counts) equal; wall-clock times are ignored.
+
+    python close_metrics.py A/metrics.jsonl B/metrics.jsonl RTOL
+"""
+import json
+import sys
+
+a = [json.loads(line) for line in open(sys.argv[1])]
+b = [json.loads(line) for line in open(sys.argv[2])]
+rtol = float(sys.argv[3])
+if len(a) != len(b):
+    sys.exit(f"{len(a)} records against {len(b)}")
+worst = 0.0
+for x, y in zip(a, b):
+    x.pop("time"), y.pop("time")
+    lx, ly = x.pop("loss"), y.pop("loss")
+    if x != y:
+        sys.exit(f"records differ: {x} against {y}")
+    d = abs(lx - ly) / max(abs(lx), 1e-30)
+    worst = max(worst, d)
+    if d > rtol:
+        sys.exit(f"step {x['step']}: loss {lx} against {ly}")
+print(f"{len(a)} records agree (largest relative loss difference {worst:.2g})")
