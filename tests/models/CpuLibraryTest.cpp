@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuScheduleCheck.h"
 #include "GpuSimulator.h"
 #include "ModelFixture.h"
 
@@ -37,7 +38,11 @@
 namespace {
 
 using lruc::Tensor;
+using lruc::testing::Buffers;
+using lruc::testing::GpuArrays;
 using lruc::testing::ModelCase;
+using lruc::testing::expectGpuScheduleMatchesCpu;
+using lruc::testing::gpuHalfOf;
 
 /// A loaded library, closed at the end of the test.
 struct Library {
@@ -47,14 +52,6 @@ struct Library {
     if (handle)
       dlclose(handle);
   }
-};
-
-/// Raw buffers for one call, built from interpreter tensors.
-struct Buffers {
-  std::vector<std::vector<float>> floats;
-  std::vector<std::vector<int32_t>> int32s;
-  std::vector<const void *> pointers;
-  std::vector<size_t> bytes; ///< of each pointer's array
 };
 
 /// The model inputs (every argument but the dropout key) as buffers.
@@ -197,281 +194,6 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
     expectClose(got.data(), expected, 1e-4,
                 name + " step " + std::to_string(t));
   }
-}
-
-/// Expects `actual` to match `expected` (both fp32) within
-/// tolerance * (1 + max |expected|) elementwise.
-void expectSame(const float *actual, const float *expected, size_t n,
-                double tolerance, const std::string &what) {
-  double scale = 1;
-  for (size_t k = 0; k < n; ++k)
-    scale = std::max(scale, 1 + std::abs(double(expected[k])));
-  for (size_t k = 0; k < n; ++k)
-    ASSERT_NEAR(actual[k], expected[k], tolerance * scale)
-        << what << "[" << k << "]";
-}
-
-/// Arrays in the memory a lruc_gpu_ops works on (device memory; host
-/// memory for the simulator), released at the end.
-class GpuArrays {
-public:
-  GpuArrays(const lruc_gpu_ops &ops, std::function<void *(size_t)> allocate,
-            std::function<void(void *)> release)
-      : ops(ops), allocate(std::move(allocate)), release(std::move(release)) {}
-  ~GpuArrays() {
-    for (void *p : arrays)
-      release(p);
-  }
-  /// A copy of `bytes` bytes of `host`; filled with NaNs for null, so that
-  /// reading what nothing wrote shows.
-  void *upload(const void *host, size_t bytes) {
-    void *p = allocate(std::max<size_t>(bytes, 4));
-    EXPECT_NE(p, nullptr);
-    if (!p)
-      return nullptr;
-    arrays.push_back(p);
-    std::vector<unsigned char> nans;
-    if (!host) {
-      nans.assign(bytes, 0xff);
-      host = nans.data();
-    }
-    EXPECT_EQ(ops.copy(ops.context, p, host, bytes, LRUC_COPY_HOST_TO_DEVICE),
-              0);
-    return p;
-  }
-  float *upload(const std::vector<float> &v) {
-    return static_cast<float *>(upload(v.data(), v.size() * sizeof(float)));
-  }
-  std::vector<float> download(const void *p, size_t n) {
-    std::vector<float> host(n);
-    EXPECT_EQ(ops.copy(ops.context, host.data(), p, n * sizeof(float),
-                       LRUC_COPY_DEVICE_TO_HOST),
-              0);
-    return host;
-  }
-
-private:
-  const lruc_gpu_ops &ops;
-  std::function<void *(size_t)> allocate;
-  std::function<void(void *)> release;
-  std::vector<void *> arrays;
-};
-
-/// The library's GPU schedule `g` on `ops` against the library's CPU entry
-/// points on the same batch: forward, forward_train, backward, one
-/// train_step from zero moments, and three steps of step mode. Then a token out of range is reported as the CPU library
-/// reports it: an error naming the op, not a crash.
-void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
-                                 const lruc_gpu_ops &ops, GpuArrays &memory,
-                                 const lruc_model &m, const Buffers &inputs,
-                                 const int64_t key[2],
-                                 const std::vector<float> &params,
-                                 const std::vector<float> &state,
-                                 const std::vector<size_t> &outputSizes,
-                                 int64_t batch, const std::string &name) {
-  ASSERT_EQ(g.struct_size, sizeof(lruc_gpu_model));
-  float *dParams = memory.upload(params), *dState = memory.upload(state);
-  std::vector<const void *> dInputs;
-  for (size_t i = 0; i < inputs.pointers.size(); ++i)
-    dInputs.push_back(memory.upload(inputs.pointers[i], inputs.bytes[i]));
-  auto outputsLike = [&](std::vector<std::vector<float>> &cpu,
-                         std::vector<float *> &gpu) {
-    cpu.clear();
-    gpu.clear();
-    for (size_t n : outputSizes) {
-      cpu.emplace_back(n, NAN);
-      gpu.push_back(static_cast<float *>(memory.upload(nullptr, n * 4)));
-    }
-    std::vector<float *> pointers;
-    for (auto &o : cpu)
-      pointers.push_back(o.data());
-    return pointers;
-  };
-  size_t bytes = g.workspace_bytes(batch);
-  ASSERT_GT(bytes, 0u);
-  void *workspace = memory.upload(nullptr, bytes);
-  ASSERT_FALSE(::testing::Test::HasFailure());
-  char message[512] = "";
-
-  std::vector<std::vector<float>> cpu;
-  std::vector<float *> gpu;
-  std::vector<float *> cpuPtrs = outputsLike(cpu, gpu);
-  ASSERT_EQ(m.forward(batch, params.data(), state.data(),
-                      inputs.pointers.data(), cpuPtrs.data(), message,
-                      sizeof message),
-            0)
-      << message;
-  ASSERT_EQ(g.forward(&ops, workspace, batch, dParams, dState, dInputs.data(),
-                      gpu.data(), message, sizeof message),
-            0)
-      << message;
-  for (size_t r = 0; r < cpu.size(); ++r)
-    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
-               name + " GPU forward result " + std::to_string(r));
-
-  // forward_train: the outputs and the new running statistics.
-  std::vector<float> cpuNewState(state.size(), NAN);
-  float *dNewState = memory.upload(cpuNewState);
-  cpuPtrs = outputsLike(cpu, gpu);
-  ASSERT_EQ(m.forward_train(batch, params.data(), state.data(),
-                            inputs.pointers.data(), key, cpuPtrs.data(),
-                            cpuNewState.data(), message, sizeof message),
-            0)
-      << message;
-  ASSERT_EQ(g.forward_train(&ops, workspace, batch, dParams, dState,
-                            dInputs.data(), key, gpu.data(), dNewState,
-                            message, sizeof message),
-            0)
-      << message;
-  for (size_t r = 0; r < cpu.size(); ++r)
-    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
-               name + " GPU forward_train result " + std::to_string(r));
-  expectSame(memory.download(dNewState, state.size()).data(),
-             cpuNewState.data(), state.size(), 1e-4,
-             name + " GPU new running statistics");
-
-  float cpuLoss = NAN;
-  std::vector<float> cpuGrads(m.param_floats, NAN);
-  ASSERT_EQ(m.backward(batch, params.data(), state.data(),
-                       inputs.pointers.data(), key, &cpuLoss, cpuGrads.data(),
-                       message, sizeof message),
-            0)
-      << message;
-  float *dLoss = memory.upload(std::vector<float>{NAN});
-  float *dGrads = memory.upload(cpuGrads);
-  ASSERT_EQ(g.backward(&ops, workspace, batch, dParams, dState,
-                       dInputs.data(), key, dLoss, dGrads, message,
-                       sizeof message),
-            0)
-      << message;
-  expectSame(memory.download(dLoss, 1).data(), &cpuLoss, 1, 1e-4,
-             name + " GPU loss");
-  expectSame(memory.download(dGrads, cpuGrads.size()).data(), cpuGrads.data(),
-             cpuGrads.size(), 1e-3, name + " GPU gradients");
-
-  // One AdamW step from the same blocks, in place on each side.
-  std::vector<float> zeros(m.param_floats, 0.0f);
-  std::vector<float> cpuParams = params, cpuM = zeros, cpuV = zeros,
-                     cpuState = state;
-  float *dM = memory.upload(zeros), *dV = memory.upload(zeros);
-  cpuPtrs = outputsLike(cpu, gpu);
-  ASSERT_EQ(m.train_step(batch, cpuParams.data(), cpuM.data(), cpuV.data(),
-                         cpuState.data(), 1e-3f, 1.0f, inputs.pointers.data(),
-                         key, cpuPtrs.data(), message, sizeof message),
-            0)
-      << message;
-  ASSERT_EQ(g.train_step(&ops, workspace, batch, dParams, dM, dV, dState,
-                         1e-3f, 1.0f, dInputs.data(), key, gpu.data(), message,
-                         sizeof message),
-            0)
-      << message;
-  for (size_t r = 0; r < cpu.size(); ++r)
-    expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
-               name + " GPU train_step result " + std::to_string(r));
-  // The first step moves a parameter by about lr * sign(g): compared
-  // within 2.5 lr, as against the interpreter (a gradient near 0 may take
-  // either sign); the moments as tightly as the gradients.
-  std::vector<float> stepped = memory.download(dParams, params.size());
-  for (size_t k = 0; k < stepped.size(); ++k)
-    ASSERT_NEAR(stepped[k], cpuParams[k], 2.5e-3)
-        << name << " GPU updated parameter [" << k << "]";
-  expectSame(memory.download(dM, zeros.size()).data(), cpuM.data(),
-             zeros.size(), 1e-3, name + " GPU adam_m");
-  expectSame(memory.download(dV, zeros.size()).data(), cpuV.data(),
-             zeros.size(), 1e-3, name + " GPU adam_v");
-  expectSame(memory.download(dState, state.size()).data(), cpuState.data(),
-             state.size(), 1e-4, name + " GPU running statistics");
-
-  // Step mode: three steps of the same inputs (tokens 1, features 0.5)
-  // from a reset carry, the predictions after each and the last carry.
-  ASSERT_EQ(g.step == nullptr, m.step == nullptr);
-  ASSERT_EQ(g.step_reset == nullptr, m.step_reset == nullptr);
-  if (m.step) {
-    Buffers stepInputs;
-    stepInputs.floats.reserve(m.num_step_inputs);
-    stepInputs.int32s.reserve(m.num_step_inputs);
-    std::vector<const void *> dStepInputs;
-    for (int i = 0; i < m.num_step_inputs; ++i) {
-      const lruc_tensor_info &info = m.step_inputs[i];
-      size_t n = size_t(batch);
-      for (int32_t d = 1; d < info.rank; ++d)
-        n *= size_t(info.shape[d]);
-      if (info.dtype == LRUC_F32) {
-        stepInputs.floats.emplace_back(n, 0.5f);
-        stepInputs.pointers.push_back(stepInputs.floats.back().data());
-      } else {
-        stepInputs.int32s.emplace_back(n, 1);
-        stepInputs.pointers.push_back(stepInputs.int32s.back().data());
-      }
-      dStepInputs.push_back(memory.upload(stepInputs.pointers.back(), n * 4));
-    }
-    size_t outputs = size_t(batch);
-    for (int32_t d = 1; d < m.step_outputs[0].rank; ++d)
-      outputs *= size_t(m.step_outputs[0].shape[d]);
-    std::vector<float> cpuCarry(size_t(batch) * m.carry_floats, NAN),
-        cpuOut(outputs, NAN);
-    float *dCarry = memory.upload(cpuCarry);
-    float *dOut = memory.upload(cpuOut);
-    // train_step updated dParams and dState: step mode reads the originals.
-    float *dStepParams = memory.upload(params);
-    float *dStepState = memory.upload(state);
-    float *cpuOutPtr = cpuOut.data();
-    ASSERT_EQ(m.step_reset(batch, cpuCarry.data(), message, sizeof message), 0)
-        << message;
-    ASSERT_EQ(g.step_reset(&ops, batch, dCarry, message, sizeof message), 0)
-        << message;
-    for (int t = 0; t < 3; ++t) {
-      ASSERT_EQ(m.step(batch, params.data(), state.data(), cpuCarry.data(),
-                       stepInputs.pointers.data(), &cpuOutPtr, message,
-                       sizeof message),
-                0)
-          << message;
-      ASSERT_EQ(g.step(&ops, workspace, batch, dStepParams, dStepState, dCarry,
-                       dStepInputs.data(), &dOut, message, sizeof message),
-                0)
-          << message;
-      expectSame(memory.download(dOut, outputs).data(), cpuOut.data(),
-                 outputs, 1e-4, name + " GPU step " + std::to_string(t));
-    }
-    expectSame(memory.download(dCarry, cpuCarry.size()).data(),
-               cpuCarry.data(), cpuCarry.size(), 1e-4, name + " GPU carry");
-  }
-
-  // A token out of range: reported with the op that met it.
-  if (m.num_inputs > 0 && std::string(m.inputs[0].name) == "tokens") {
-    std::vector<int32_t> bad(
-        static_cast<const int32_t *>(inputs.pointers[0]),
-        static_cast<const int32_t *>(inputs.pointers[0]) +
-            inputs.bytes[0] / sizeof(int32_t));
-    bad[0] = 1 << 20;
-    std::vector<const void *> badInputs = dInputs;
-    badInputs[0] = memory.upload(bad.data(), inputs.bytes[0]);
-    EXPECT_NE(g.forward(&ops, workspace, batch, dParams, dState,
-                        badInputs.data(), gpu.data(), message, sizeof message),
-              0);
-    EXPECT_NE(std::string(message).find("lru.gather at"), std::string::npos)
-        << message;
-    EXPECT_NE(std::string(message).find("is 1048576"), std::string::npos)
-        << message;
-  }
-}
-
-/// The GPU schedule of the library at `handle` and the CUDA source whose
-/// kernels it launches.
-void gpuHalfOf(void *handle, const lruc_gpu_model *&g, const char *&source) {
-  auto get = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
-      dlsym(handle, "lruc_gpu_model_get"));
-  ASSERT_NE(get, nullptr);
-  EXPECT_EQ(get(LRUC_GPU_ABI_VERSION + 1), nullptr);
-  g = get(LRUC_GPU_ABI_VERSION);
-  ASSERT_NE(g, nullptr);
-  auto sourceOf = reinterpret_cast<const char *(*)()>(
-      dlsym(handle, "lruc_cuda_source"));
-  ASSERT_NE(sourceOf, nullptr);
-  source = sourceOf();
 }
 
 /// The GPU schedule of the library at `handle`, run by the simulator on
@@ -830,26 +552,11 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
   const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
   Buffers inputs = inputBuffers(train, args);
-  // The outputs' sizes, from the CPU library's output table.
-  std::vector<size_t> outputSizes;
-  for (int32_t r = 0; r < m.num_outputs; ++r) {
-    size_t n = 1;
-    for (int32_t d = 0; d < m.outputs[r].rank; ++d)
-      n *= m.outputs[r].shape[d] < 0 ? kBatch : m.outputs[r].shape[d];
-    outputSizes.push_back(n);
-  }
   lruc::cuda::Device &gpu = *device;
-  GpuArrays memory(
-      *gpu.ops(),
-      [&](size_t bytes) {
-        std::string why;
-        void *p = gpu.allocate(bytes, why);
-        EXPECT_NE(p, nullptr) << why;
-        return p;
-      },
-      [&](void *p) { gpu.release(p); });
+  GpuArrays memory = lruc::testing::deviceArrays(gpu);
   expectGpuScheduleMatchesCpu(g, *gpu.ops(), memory, m, inputs, key, params,
-                              state, outputSizes, kBatch, c.name);
+                              state, lruc::testing::outputSizes(m, kBatch),
+                              kBatch, c.name);
   EXPECT_TRUE(gpu.synchronize(error)) << error;
 }
 

@@ -23,12 +23,13 @@
 
 namespace lruc {
 
-HostCompiler defaultHostCompiler() {
+HostCompiler defaultHostCompiler(CpuTarget target) {
   HostCompiler compiler;
   compiler.command = LRUC_HOST_CXX;
   if (const char *env = std::getenv("LRUC_CXX"); env && *env)
     compiler.command = env;
-  // -march=native: the library is built on the machine that runs it.
+  // -march=native: the library is built on the machine that runs it (or,
+  // portable, for any x86-64-v3 CPU, with the kernels built for the same).
   // -fcx-limited-range: complex products and quotients as the plain
   // formulas, without C99's infinity recovery (a library call per product).
   // -fno-trapping-math: nothing here enables FP traps, and without it GCC
@@ -37,9 +38,13 @@ HostCompiler defaultHostCompiler() {
   // -fno-math-errno: nothing reads errno, and a sqrt that may set it keeps
   // its loop scalar (AdamW's update ran at ~10% of memcpy bandwidth); the
   // square roots are the same correctly rounded values.
-  compiler.flags = "-std=c++17 -O3 -march=native -fcx-limited-range "
-                   "-fno-trapping-math -fno-math-errno -fPIC -shared "
-                   "-fvisibility=hidden";
+  const bool portable = target == CpuTarget::Portable;
+  compiler.flags = std::string("-std=c++17 -O3 ") +
+                   (portable ? "-march=x86-64-v3" : "-march=native") +
+                   " -fcx-limited-range -fno-trapping-math -fno-math-errno "
+                   "-fPIC -shared -fvisibility=hidden";
+  compiler.libraries =
+      portable ? LRUC_PORTABLE_RUNTIME_LIBRARIES : LRUC_RUNTIME_LIBRARIES;
   if (const char *env = std::getenv("LRUC_CXXFLAGS"); env && *env)
     compiler.flags = env;
   return compiler;
@@ -103,7 +108,7 @@ bool compileLibrary(const std::string &source, const std::string &outputPath,
   args.push_back("-o");
   args.push_back(partial);
   args.push_back(sourcePath.str().str());
-  for (const std::string &lib : words(LRUC_RUNTIME_LIBRARIES))
+  for (const std::string &lib : words(compiler.libraries))
     args.push_back(lib);
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),

@@ -118,6 +118,13 @@ cl::opt<bool> profile(
     cl::desc("Build a library that times every op it runs and exports "
              "lruc_profile (runtime/include/lruc_profile.h); for bench/"));
 
+cl::opt<bool> portable(
+    "portable",
+    cl::desc("Build the library for any x86-64 CPU with AVX2 and FMA "
+             "(x86-64-v3) instead of this machine's (-march=native): for a "
+             "library that runs on another machine"),
+    cl::cat(lrucCategory));
+
 cl::opt<bool> ignoreTrain(
     "no-train",
     cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
@@ -334,7 +341,10 @@ int main(int argc, char **argv) {
   if (!library)
     return writeOutput(text);
   std::string error;
-  if (!lruc::compileLibrary(text, outputPath, lruc::defaultHostCompiler(),
+  if (!lruc::compileLibrary(text, outputPath,
+                            lruc::defaultHostCompiler(
+                                portable ? lruc::CpuTarget::Portable
+                                         : lruc::CpuTarget::Native),
                             error))
     return fail(error);
   return 0;

@@ -66,13 +66,21 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
 
 /// How `compileLibrary` invokes the host compiler.
 struct HostCompiler {
-  std::string command; ///< the C++ compiler (found at build time)
-  std::string flags;   ///< optimisation and code-generation flags
+  std::string command;   ///< the C++ compiler (found at build time)
+  std::string flags;     ///< optimisation and code-generation flags
+  std::string libraries; ///< the runtime archives and OpenBLAS it links
 };
 
-/// The host compiler lruc was built with and its flags (`LRUC_CXX` and
-/// `LRUC_CXXFLAGS` in the environment override them).
-HostCompiler defaultHostCompiler();
+/// Which CPUs a model library runs on.
+enum class CpuTarget {
+  Native,   ///< this machine's (-march=native): the fastest code here
+  Portable, ///< any x86-64 CPU with AVX2 and FMA (-march=x86-64-v3)
+};
+
+/// The host compiler lruc was built with, its flags for `target` and the
+/// runtime archives built for it (`LRUC_CXX` and `LRUC_CXXFLAGS` in the
+/// environment override the first two).
+HostCompiler defaultHostCompiler(CpuTarget target = CpuTarget::Native);
 
 /// Compiles `source` into the shared library `outputPath`, written to a
 /// temporary file and renamed into place. On failure, returns false with a

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# On a GPU machine, in a kit unpacked from bench/gpu/kit.sh's archive:
+#   device.sh check [MODEL...]         each model library's GPU schedule
+#                                       against its own CPU entry points
+#                                       (lruc-gpu-library-tests)
+#   device.sh bench [ITERS [MODEL...]]  train steps/s of each Table 9
+#                                       configuration at its Table 9 batch
+#                                       against the paper's Table 4 (A100),
+#                                       the scan kernels' bandwidth against a
+#                                       device-to-device copy in the same run,
+#                                       device memory (lruc-bench-gpu)
+#   device.sh all [ITERS]               both, every model
+# Logs go to $OUT (the device tool's folder that comes back) or ./gpu-out;
+# NVRTC's PTX is cached in $LRUC_CACHE_DIR (default: beside the kit), so a
+# second call on the same machine skips the compiles. Exit 1 when a check
+# or a benchmark failed.
+set -uo pipefail
+kit="$(cd "$(dirname "$0")" && pwd)"
+export LD_LIBRARY_PATH="$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LRUC_CACHE_DIR="${LRUC_CACHE_DIR:-$kit/cache}"
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+what="${1:-all}"
+shift $(( $# > 0 ? 1 : 0 ))
+status=0
+
+models() { # the kit's libraries, or those named
+  if [ $# -eq 0 ]; then ls "$kit"/models/*.so; else
+    for name in "$@"; do echo "$kit/models/$name.so"; done; fi
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  2>&1 | tee "$out/device.txt"
+
+if [ "$what" = check ] || [ "$what" = all ]; then
+  [ "$what" = all ] && set --
+  mapfile -t libraries < <(models "$@")
+  "$kit/bin/lruc-gpu-library-tests" --gtest_output="xml:$out/check.xml" \
+    "${libraries[@]}" 2>&1 | tee "$out/check.log" || status=1
+fi
+
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  iters="${1:-20}"
+  shift $(( $# > 0 ? 1 : 0 ))
+  [ "$what" = all ] && set --
+  # Orvieto et al. 2023, Table 4: LRU train steps/s on an A100.
+  declare -A paper=([scifar]=15.9 [listops]=2.1 [text]=14.7 [retrieval]=5.7
+                    [pathfinder]=15.5 [pathx]=2.4)
+  names=("$@")
+  [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
+  summary="$out/bench-summary.txt"
+  printf '%-11s %6s %10s %8s %7s %10s %10s\n' model batch "steps/s" paper ratio \
+    "scan fwd" "scan bwd" > "$summary"
+  for name in "${names[@]}"; do
+    batch="$(cat "$kit/models/$name.batch")"
+    echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
+    if ! "$kit/bin/lruc-bench-gpu" "$kit/models/$name.so" "$batch" "$iters" \
+        2>&1 | tee "$out/bench-$name.log"; then
+      status=1
+      continue
+    fi
+    steps="$(awk '/^train_step/ { print $4 }' "$out/bench-$name.log")"
+    scans=($(awk '/scan kernels:/ { print $NF == "bandwidth" ? $(NF-3) : "-" }' \
+      "$out/bench-$name.log"))
+    printf '%-11s %6s %10s %8s %6.2fx %10s %10s\n' "$name" "$batch" "$steps" \
+      "${paper[$name]:-?}" "$(awk -v s="$steps" -v p="${paper[$name]:-0}" \
+      'BEGIN { print p > 0 ? s / p : 0 }')" "${scans[0]:--}" "${scans[1]:--}" \
+      >> "$summary"
+  done
+  echo
+  cat "$summary"
+fi
+exit $status

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to check and time lruc without building it
+# (the machines that lend a GPU here have CUDA, PyTorch and JAX but no
+# LLVM/MLIR, so lruc cannot be built there): every model of models/ and
+# examples/ as a portable model library (`lruc --portable`: any x86-64 CPU
+# with AVX2 and FMA) with its Table 9 batch, lruc-gpu-library-tests,
+# lruc-bench-gpu and the trainer, the shared libraries they load that a CUDA
+# image may lack (OpenBLAS and the like), and device.sh, in one compressed
+# archive (the device tool carries at most 64 MiB).
+#   bench/gpu/kit.sh [KIT_DIR [MODEL...]]   (default .gpu-kit, every model)
+# Needs a built tree ($LRUC_BIN, default build/bin). Then, on the GPU
+# machine, in the repository:
+#   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+bin="${LRUC_BIN:-$root/build/bin}"
+kit="${1:-$root/.gpu-kit}"
+shift $(( $# > 0 ? 1 : 0 ))
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for file in "$root"/models/*.lru "$root"/examples/*.lru; do
+    names+=("$(basename "$file" .lru)")
+  done
+fi
+stage="$kit/lruc-gpu-kit"
+rm -rf "$stage" "$kit/kit.tar.xz"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/models"
+
+for name in "${names[@]}"; do
+  file="$root/models/$name.lru"
+  [ -f "$file" ] || file="$root/examples/$name.lru"
+  [ -f "$file" ] || { echo "kit.sh: no model $name in models/ or examples/" >&2; exit 2; }
+  sed -n 's/^ *batch \([0-9]*\).*/\1/p' "$file" | head -1 > "$stage/models/$name.batch"
+  echo "kit.sh: lruc $file --portable" >&2
+  "$bin/lruc" "$file" --portable -o "$stage/models/$name.so" &
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+done
+for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
+
+for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-data; do
+  cp "$bin/$tool" "$stage/bin/"
+done
+cp "$root/bench/gpu/device.sh" "$stage/"
+
+# Shared libraries beyond the C and C++ runtimes (which the machine's own
+# newer ones replace): OpenBLAS, gfortran, fmt, libpng, ...
+for elf in "$stage"/bin/* "$stage"/models/*.so; do
+  ldd "$elf" | awk '$3 ~ /^\// { print $3 }'
+done | sort -u | while read -r library; do
+  case "$(basename "$library")" in
+    libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|\
+    libdl.so*|librt.so*|libz.so*) ;;
+    *) cp -L "$library" "$stage/lib/" ;;
+  esac
+done
+
+tar -C "$kit" -cf - lruc-gpu-kit | xz -T0 -6 > "$kit/kit.tar.xz"
+rm -rf "$stage"
+size=$(du -m "$kit/kit.tar.xz" | cut -f1)
+echo "kit.sh: $kit/kit.tar.xz, ${size} MiB, ${#names[@]} models"
+if [ "$size" -gt 56 ]; then
+  echo "kit.sh: over the 64 MiB the device tool carries with the repository" >&2
+  exit 1
+fi

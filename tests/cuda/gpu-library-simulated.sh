@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# lruc-gpu-library-tests on the simulated CUDA driver: a few models, shrunk,
+# built by lruc (--portable, as the GPU kit builds them) with their simulated
+# kernels beside them (ctest's
+# cuda-gpu-library-simulated; on a GPU the same binary runs the kit's
+# prebuilt libraries, bench/gpu/kit.sh).
+#   gpu-library-simulated.sh BIN_DIR SIMULATED_CUDA_LIBRARY WORK_DIR
+set -euo pipefail
+bin="$1" simulated="$2" work="$3"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+rm -rf "$work"
+mkdir -p "$work"
+# --no-train: a shrunk model no longer fits its task's data (train_step
+# stays, with default AdamW settings).
+small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
+"$bin/lruc" "$src/examples/tiny.lru" --portable -o "$work/tiny.so"
+"$bin/lruc" "$src/models/listops.lru" "${small[@]}" -D DROPOUT=0.3 -o "$work/listops.so"
+"$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -o "$work/pathfinder.so"
+"$bin/lruc" "$src/models/retrieval.lru" "${small[@]}" -o "$work/retrieval.so"
+"$bin/lruc" "$src/examples/tagging.lru" "${small[@]}" -o "$work/tagging.so"
+libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging}.so)
+for library in "${libraries[@]}"; do
+  "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
+done
+LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" \
+  LRUC_CACHE_DIR="$work/cache" exec "$bin/lruc-gpu-library-tests" "${libraries[@]}"
