@@ -3,7 +3,8 @@
 # (the machines that lend a GPU here have CUDA, PyTorch and JAX but no
 # LLVM/MLIR, so lruc cannot be built there): every model of models/ and
 # examples/ as a portable model library (`lruc --portable`: any x86-64 CPU
-# with AVX2 and FMA) with its Table 9 batch, lruc-gpu-library-tests,
+# with AVX2 and FMA) with its Table 9 batch and its architecture
+# (--emit=ast, for bench/compare/gpu.py), lruc-gpu-library-tests,
 # lruc-bench-gpu and the trainer, the shared libraries they load that a CUDA
 # image may lack (OpenBLAS and the like), and device.sh, in one compressed
 # archive (the device tool carries at most 64 MiB).
@@ -31,6 +32,8 @@ for name in "${names[@]}"; do
   [ -f "$file" ] || file="$root/examples/$name.lru"
   [ -f "$file" ] || { echo "kit.sh: no model $name in models/ or examples/" >&2; exit 2; }
   sed -n 's/^ *batch \([0-9]*\).*/\1/p' "$file" | head -1 > "$stage/models/$name.batch"
+  # The architecture, for bench/compare/gpu.py's JAX and PyTorch models.
+  "$bin/lruc" "$file" --no-train --emit=ast > "$stage/models/$name.ast"
   echo "kit.sh: lruc $file --portable" >&2
   "$bin/lruc" "$file" --portable -o "$stage/models/$name.so" &
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done

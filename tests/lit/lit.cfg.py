@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.lruc_obj_root, "tests", "lit")
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%lruc_src", config.lruc_src_root))
+config.substitutions.append(("%lruc_bin", config.lruc_tools_dir))
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""lruc against JAX and PyTorch on a GPU, at the Table 9 batch sizes.
+
+For each Table 9 configuration of a GPU kit (bench/gpu/kit.sh, unpacked):
+a full train step (forward, backward, AdamW) timed for lruc's GPU schedule
+(lruc-bench-gpu, its own process), for the JAX implementation of
+bench/reference/lru_jax.py (the paper's Appendix A: lax.associative_scan,
+jit-compiled, warm) and for PyTorch eager (lru_torch.py, its parallel scan
+and its FFT form) on the same device; the speed-up is the faster framework
+over lruc (issue target: at least 5x JAX on an H100). The frameworks run
+on lruc's initial parameters and a padded batch, in fp32 throughout (no
+TF32: JAX's matmul precision "highest", PyTorch's default for matmuls);
+times are the median of `--iters` steps after warm-up, each closed by a
+device synchronisation.
+
+  python3 bench/compare/gpu.py --kit /tmp/lruc-gpu-kit [--configs listops,text]
+      [--iters 20] [--frameworks jax,torch] [--batch N] [--json FILE]
+Runs on the GPU machine's own Python (it has JAX and PyTorch with CUDA);
+without a GPU the frameworks run on the CPU (for checking the script).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# JAX takes 75% of the GPU's memory when it starts unless told otherwise;
+# PyTorch runs in the same process after it.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "reference"))
+
+TABLE9 = ("listops", "text", "retrieval", "scifar", "pathfinder", "pathx")
+
+
+def median_time(step, sync, iters, warmup=3):
+    """Median seconds of step() over `iters` calls after `warmup` calls,
+    each timed up to sync() (the device's work done)."""
+    for _ in range(warmup):
+        step()
+    sync()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def lruc_train_step(kit, name, batch, iters):
+    """lruc-bench-gpu's train step time (seconds) and its device line."""
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = str(kit / "lib") + (
+        ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env.setdefault("LRUC_CACHE_DIR", str(kit / "cache"))
+    result = subprocess.run(
+        [str(kit / "bin" / "lruc-bench-gpu"), str(kit / "models" / f"{name}.so"),
+         str(batch), str(iters)], capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"lruc-bench-gpu {name}: {result.stderr.strip()}")
+    step = re.search(r"^train_step\s+([0-9.]+) ms", result.stdout, re.M)
+    device = re.search(r"^device: (.*?);", result.stdout, re.M)
+    if not step:
+        raise RuntimeError(f"lruc-bench-gpu {name}: no train_step line in\n"
+                           f"{result.stdout}")
+    return float(step.group(1)) * 1e-3, device.group(1) if device else "?"
+
+
+def jax_train_step(spec, library, params, state, inputs, iters):
+    """JAX: value_and_grad of the model and lruc's AdamW, one jit."""
+    import jax
+    import lru_jax
+    # fp32 products, as lruc's cublasSgemm (JAX's default on a GPU rounds
+    # their inputs to TF32).
+    jax.config.update("jax_default_matmul_precision", "highest")
+    apply = lru_jax.make_model(spec)
+    train = library.manifest["optimizer"]
+    p = {k: jax.numpy.asarray(v) for k, v in params.items()}
+    s = {k: jax.numpy.asarray(v) for k, v in state.items()}
+    x = {k: jax.numpy.asarray(v) for k, v in inputs.items()}
+    zeros = {k: jax.numpy.zeros_like(v) for k, v in p.items()}
+
+    @jax.jit
+    def step(p, m, v, s, x):
+        grad = jax.value_and_grad(
+            lambda p_: apply(p_, s, x, train=True, dropout_key=(1, 1)),
+            has_aux=True)
+        (loss, (_, new_s)), grads = grad(p)
+        p1, (m1, v1) = lru_jax.adamw_step(p, grads, (m, v), 1e-3, 1, train)
+        return p1, m1, v1, new_s, loss
+
+    now = {"blocks": (p, zeros, zeros, s), "loss": None}
+
+    def run():
+        *blocks, loss = step(*now["blocks"], x)
+        now["blocks"], now["loss"] = tuple(blocks), loss
+
+    def sync():
+        jax.block_until_ready(now["loss"])
+
+    seconds = median_time(run, sync, iters)
+    return seconds, str(jax.devices()[0])
+
+
+def torch_train_step(spec, inputs, iters, fft):
+    """PyTorch eager on the GPU (or the CPU), lru_torch's scan or FFT form."""
+    import torch
+    import lru_torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":  # the model's own tensors too (PyTorch 2)
+        torch.set_default_device(device)
+    out_of_memory = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
+    try:
+        model = lru_torch.Model(spec, fft=fft)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3,
+                                      foreach=True)
+        x = {k: torch.as_tensor(v, device=device) for k, v in inputs.items()}
+
+        def run():
+            model.zero_grad(set_to_none=True)
+            loss, _ = model(x, train=True, dropout_key=(1, 1))
+            loss.backward()
+            optimizer.step()
+
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        return median_time(run, sync, iters), (
+            torch.cuda.get_device_name() if device == "cuda" else "cpu")
+    except out_of_memory as error:
+        return None, f"out of memory ({str(error).splitlines()[0]})"
+    finally:
+        if device == "cuda":
+            torch.set_default_device("cpu")
+
+
+def compare(kit, name, args):
+    from agree import make_inputs
+    from lruc_library import ModelLibrary
+    from model_spec import parse_ast
+    models = kit / "models"
+    batch = args.batch or int((models / f"{name}.batch").read_text() or 0)
+    if batch <= 0:
+        raise SystemExit(f"{name}: no Table 9 batch in the kit; pass --batch")
+    spec = parse_ast((models / f"{name}.ast").read_text())
+    library = ModelLibrary(models / f"{name}.so")
+    block, state_block = library.init(1)
+    params = ModelLibrary.unpack(block, library.params)
+    state = ModelLibrary.unpack(state_block, library.state)
+    inputs = make_inputs(library, batch, 0)
+    row = {"model": name, "batch": batch}
+    row["lruc_s"], row["lruc_device"] = lruc_train_step(kit, name, batch,
+                                                        args.iters)
+    # A framework that fails (out of memory at Path-X's batch, say) leaves
+    # its cell empty and says why; the others still run.
+    runs = []
+    if "jax" in args.frameworks:
+        runs.append(("jax", lambda: jax_train_step(
+            spec, library, params, state, inputs, args.iters)))
+    if "torch" in args.frameworks:
+        for form in ("scan", "fft"):
+            runs.append((f"torch_{form}", lambda form=form: torch_train_step(
+                spec, inputs, args.iters, fft=(form == "fft"))))
+    for key, run in runs:
+        try:
+            row[f"{key}_s"], row[f"{key.split('_')[0]}_device"] = run()
+        except Exception as error:  # reported, not fatal
+            row[f"{key}_s"] = None
+            row[f"{key}_error"] = str(error).strip().splitlines()[0][:200]
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kit", required=True, type=pathlib.Path,
+                        help="an unpacked GPU kit (bench/gpu/kit.sh)")
+    parser.add_argument("--configs", default=",".join(TABLE9),
+                        help="comma-separated models of the kit")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--batch", type=int,
+                        help="instead of each model's Table 9 batch")
+    parser.add_argument("--frameworks", default="jax,torch")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    args.frameworks = args.frameworks.split(",")
+    rows = []
+    print(f"{'model':11} {'batch':>5} {'lruc ms':>9} {'jax ms':>9} "
+          f"{'torch scan':>10} {'torch fft':>10} {'vs jax':>7} {'vs best':>7}")
+    for name in args.configs.split(","):
+        row = compare(args.kit, name, args)
+        rows.append(row)
+        ms = lambda key: (f"{row[key] * 1e3:9.2f}" if row.get(key) else
+                          f"{'-':>9}")
+        best = min([row[k] for k in ("jax_s", "torch_scan_s", "torch_fft_s")
+                    if row.get(k)] or [float("nan")])
+        vs_jax = row["jax_s"] / row["lruc_s"] if row.get("jax_s") else float("nan")
+        print(f"{name:11} {row['batch']:5d} {ms('lruc_s')} {ms('jax_s')} "
+              f"{ms('torch_scan_s'):>10} {ms('torch_fft_s'):>10} "
+              f"{vs_jax:6.1f}x {best / row['lruc_s']:6.1f}x", flush=True)
+        for key in [k for k in row if k.endswith("_error")]:
+            print(f"  {key[:-6]}: {row[key]}")
+    devices = {k: rows[0][k] for k in rows[0] if k.endswith("_device")}
+    print("devices: " + ", ".join(f"{k[:-7]} {v}" for k, v in devices.items()))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
