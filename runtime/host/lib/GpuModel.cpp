@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 namespace lruc::host {
 
 namespace {
@@ -51,6 +53,29 @@ std::unique_ptr<GpuModel> GpuModel::open(const ModelLibrary &library,
     return nullptr;
   return std::unique_ptr<GpuModel>(
       new GpuModel(library, *gpu, std::move(device)));
+}
+
+std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
+                                                  const std::string &device,
+                                                  const char *tool) {
+  if (device == "cpu")
+    return nullptr;
+  std::string whyNot;
+  std::unique_ptr<GpuModel> gpu = open(library, 0, whyNot);
+  if (!gpu) {
+    if (device == "gpu")
+      throw HostError(fmt::format("{}: --device gpu: {}",
+                                  library.path().string(), whyNot));
+    return nullptr;
+  }
+  std::string cache = kernelCacheDirectory();
+  std::fprintf(stderr,
+               "%s: compiling the CUDA kernels for %s (NVRTC, once per model "
+               "and device%s%s)\n",
+               tool, gpu->deviceDescription().c_str(),
+               cache.empty() ? "" : "; cached in ", cache.c_str());
+  gpu->loadKernels();
+  return gpu;
 }
 
 void GpuModel::loadKernels() {

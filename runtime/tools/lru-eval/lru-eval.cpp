@@ -1,13 +1,15 @@
 //===- lru-eval.cpp - Evaluate a checkpoint; dump one batch ---------------===//
 //
 //   lru-eval model.so CHECKPOINT [--split test|val|train] [--data DIR]
-//            [--batch N] [--max-eval N] [--threads N]
+//            [--batch N] [--max-eval N] [--threads N] [--device cpu|gpu|auto]
 //            [--dump-batch FILE.safetensors --batch-index I [--grads]]
 //            [--stream I [--stream-every N]]
 //
 // Prints the loss and accuracy of the checkpoint on a split (eval mode).
 // The splits are the run's (lruc/host/TaskData.h): the checkpoint's
-// metadata says which task, seed and hold-out it trained with.
+// metadata says which task, seed and hold-out it trained with. On a GPU
+// (--device, as lru-train's) the batches run one after another on the
+// device; --dump-batch and --stream run on the CPU.
 //
 // --dump-batch writes batch I of the split (examples I·B .. I·B+B-1 in the
 // split's order) to a safetensors file: the model inputs by their names,
@@ -27,6 +29,7 @@
 
 #include "lruc/host/Checkpoint.h"
 #include "lruc/host/Evaluate.h"
+#include "lruc/host/GpuModel.h"
 #include "lruc/host/Memory.h"
 #include "lruc/host/ModelLibrary.h"
 #include "lruc/host/TaskData.h"
@@ -235,8 +238,15 @@ void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
         maxDiff));
 }
 
+void printResult(const std::string &what, int64_t step, const EvalResult &r) {
+  std::printf("%s: %s, step %lld: loss %.4f, accuracy %.2f%% (%lld "
+              "examples)\n",
+              kTool, what.c_str(), (long long)step, r.loss, 100 * r.accuracy,
+              (long long)r.examples);
+}
+
 int evalMain(int argc, char **argv) {
-  std::optional<std::string> splitName, dataRoot, task, dump;
+  std::optional<std::string> splitName, dataRoot, task, dump, device;
   std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex,
       streamIndex, streamEvery;
   bool grads = false;
@@ -247,6 +257,9 @@ int evalMain(int argc, char **argv) {
   cl.flag("batch", &batchFlag, "N", "examples per forward call (default: the run's batch)");
   cl.flag("max-eval", &maxEval, "N", "evaluate only the first N examples");
   cl.flag("threads", &threadsFlag, "N", "CPU threads (default: all cores)");
+  cl.flag("device", &device, "KIND",
+          "cpu, gpu or auto (default auto: a GPU when the library and machine "
+          "have one; --dump-batch and --stream run on the CPU)");
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
@@ -263,6 +276,9 @@ int evalMain(int argc, char **argv) {
       throw UsageError(fmt::format("--{} must be positive", name));
   if ((batchIndex || grads) && !dump)
     throw UsageError("--batch-index and --grads go with --dump-batch FILE");
+  if (device && *device != "cpu" && *device != "gpu" && *device != "auto")
+    throw UsageError(
+        fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *device));
   if (streamEvery && !streamIndex)
     throw UsageError("--stream-every goes with --stream I");
   if (streamEvery && *streamEvery <= 0)
@@ -335,6 +351,20 @@ int evalMain(int argc, char **argv) {
                 (long long)batchIndex.value_or(0), what.c_str(), dump->c_str());
     return 0;
   }
+  std::unique_ptr<GpuModel> gpu =
+      GpuModel::openForDevice(library, device.value_or("auto"), kTool);
+  if (gpu) {
+    gpu->reserve(batch);
+    gpu->evaluateCheckpoint(checkpoint);
+    EvalResult r = evaluate(
+        m,
+        [&](int64_t count, const void *const *inputs, float *const *outputs) {
+          gpu->forward(count, inputs, outputs);
+        },
+        dataset, batch);
+    printResult(what, checkpoint.step, r);
+    return 0;
+  }
   // Batches in parallel, each on one thread (the library's kernel pool
   // and OpenBLAS would otherwise add threads of their own).
   for (const char *symbol : {"openblas_set_num_threads", "lruc_cpu_set_threads"})
@@ -342,10 +372,7 @@ int evalMain(int argc, char **argv) {
       set(1);
   EvalResult r = evaluate(library, checkpoint.params.data(),
                           checkpoint.state.data(), dataset, batch, threads);
-  std::printf("%s: %s, step %lld: loss %.4f, accuracy %.2f%% (%lld "
-              "examples)\n",
-              kTool, what.c_str(), (long long)checkpoint.step, r.loss,
-              100 * r.accuracy, (long long)r.examples);
+  printResult(what, checkpoint.step, r);
   return 0;
 }
 

@@ -724,22 +724,8 @@ int trainMain(int argc, char **argv) {
   const std::string libraryName = library.path().string();
   // auto: the GPU when the library has kernels for one and the machine
   // has one, else the CPU.
-  std::unique_ptr<GpuModel> gpu;
-  if (f.device != "cpu") {
-    std::string whyNot;
-    gpu = GpuModel::open(library, 0, whyNot);
-    if (!gpu && f.device == "gpu")
-      throw HostError(fmt::format("{}: --device gpu: {}", libraryName, whyNot));
-  }
-  if (gpu) {
-    std::string cache = GpuModel::kernelCacheDirectory();
-    std::fprintf(stderr,
-                 "%s: compiling the CUDA kernels for %s (NVRTC, once per "
-                 "model and device%s%s)\n",
-                 kTool, gpu->deviceDescription().c_str(),
-                 cache.empty() ? "" : "; cached in ", cache.c_str());
-    gpu->loadKernels();
-  }
+  std::unique_ptr<GpuModel> gpu =
+      GpuModel::openForDevice(library, f.device.value_or("auto"), kTool);
 
   const TrainSettings base = manifest.train.value_or(TrainSettings{});
   RunSettings s = settingsFrom(base, f, libraryName);

@@ -40,6 +40,13 @@ public:
   /// driver, cuBLAS or such device.
   static std::unique_ptr<GpuModel> open(const ModelLibrary &library,
                                         int ordinal, std::string &whyNot);
+  /// What a tool's `--device cpu|gpu|auto` asks for: null for cpu, and for
+  /// auto where the library or the machine has no GPU; for gpu, a HostError
+  /// with the reason then. A model it returns has its kernels loaded, after
+  /// a line on stderr that `tool` is compiling them.
+  static std::unique_ptr<GpuModel> openForDevice(const ModelLibrary &library,
+                                                 const std::string &device,
+                                                 const char *tool);
   /// Compiles the library's kernels for the device (NVRTC, once per source
   /// and device: cached under cuda::defaultPtxCacheDirectory()) and loads
   /// them; before anything else. Throws HostError when they do not compile
