@@ -39,14 +39,7 @@ namespace {
 
 using lruc::testing::Buffers;
 using lruc::testing::GpuArrays;
-
-/// Elements of `info` at `batch` (a dim of -1 is the batch).
-size_t elementsOf(const lruc_tensor_info &info, int64_t batch) {
-  size_t n = 1;
-  for (int32_t d = 0; d < info.rank; ++d)
-    n *= size_t(info.shape[d] < 0 ? batch : info.shape[d]);
-  return n;
-}
+using lruc::testing::elementsOf;
 
 /// A batch for `m`'s inputs (see the file comment).
 Buffers makeInputs(const lruc_model &m, int64_t batch) {
@@ -57,7 +50,7 @@ Buffers makeInputs(const lruc_model &m, int64_t batch) {
       steps = m.inputs[i].shape[1];
       break;
     }
-  for (uint32_t p = 0; p < m.num_params; ++p)
+  for (int32_t p = 0; p < m.num_params; ++p)
     if (std::strcmp(m.params[p].name, "encoder.weight") == 0 &&
         m.params[p].rank == 2)
       vocab = m.params[p].shape[0];

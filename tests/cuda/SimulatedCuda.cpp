@@ -310,17 +310,15 @@ LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
     report(error);
     return kInvalidImage;
   }
-  std::set<std::string> simulated;
-  for (int32_t k = 0; k < loaded->kernels.count(); ++k)
-    for (const std::string &name : entries)
-      if (loaded->kernels.find(name.c_str()) == k)
-        simulated.insert(name);
-  if (simulated.size() != entries.size() ||
+  // The same kernels by name (names are unique on both sides).
+  size_t shared = 0;
+  for (const std::string &name : entries)
+    shared += loaded->kernels.find(name.c_str()) >= 0;
+  if (shared != entries.size() ||
       size_t(loaded->kernels.count()) != entries.size()) {
     report(std::string(path) + " holds " +
-           std::to_string(loaded->kernels.count()) +
-           " kernels, the PTX " + std::to_string(entries.size()) + ", " +
-           std::to_string(simulated.size()) +
+           std::to_string(loaded->kernels.count()) + " kernels, the PTX " +
+           std::to_string(entries.size()) + ", " + std::to_string(shared) +
            " of them by the same names: not the same CUDA source");
     return kInvalidImage;
   }

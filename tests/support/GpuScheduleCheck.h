@@ -110,16 +110,19 @@ inline GpuArrays deviceArrays(lruc::cuda::Device &device) {
       [&device](void *p) { device.release(p); });
 }
 
-/// The elements of each of `m`'s outputs at `batch` (-1 dims are the
-/// batch).
+/// The elements of a tensor at `batch` (-1 dims are the batch).
+inline size_t elementsOf(const lruc_tensor_info &info, int64_t batch) {
+  size_t n = 1;
+  for (int32_t d = 0; d < info.rank; ++d)
+    n *= size_t(info.shape[d] < 0 ? batch : info.shape[d]);
+  return n;
+}
+
+/// The elements of each of `m`'s outputs at `batch`.
 inline std::vector<size_t> outputSizes(const lruc_model &m, int64_t batch) {
   std::vector<size_t> sizes;
-  for (int32_t r = 0; r < m.num_outputs; ++r) {
-    size_t n = 1;
-    for (int32_t d = 0; d < m.outputs[r].rank; ++d)
-      n *= size_t(m.outputs[r].shape[d] < 0 ? batch : m.outputs[r].shape[d]);
-    sizes.push_back(n);
-  }
+  for (int32_t r = 0; r < m.num_outputs; ++r)
+    sizes.push_back(elementsOf(m.outputs[r], batch));
   return sizes;
 }
 

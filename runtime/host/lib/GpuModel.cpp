@@ -22,10 +22,7 @@ size_t aligned(size_t bytes) {
 }
 
 size_t inputBytes(const TensorInfo &input, int64_t batch) {
-  size_t n = dtypeSize(input.dtype);
-  for (int64_t d : input.shape)
-    n *= size_t(d < 0 ? batch : d);
-  return n;
+  return outputElements(input, batch) * dtypeSize(input.dtype);
 }
 
 } // namespace

@@ -482,13 +482,8 @@ public:
   /// restore); from here on the device holds the training blocks and
   /// current_ is brought up to date before it is saved.
   void uploadToGpu() {
-    if (!gpu_)
-      return;
-    if (!current_.hasOptimizerState()) {
-      current_.adamM.assign(manifest_.paramFloats, 0.0f);
-      current_.adamV.assign(manifest_.paramFloats, 0.0f);
-    }
-    gpu_->upload(current_);
+    if (gpu_) // current_ holds moments on every path (zeros, or restored)
+      gpu_->upload(current_);
   }
 
   /// Trains to the end, or to --stop-after, a signal or a non-finite loss;
