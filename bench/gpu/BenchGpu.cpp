@@ -9,7 +9,9 @@
 // limit its elementwise kernels are measured against, and each kernel's
 // achieved bandwidth (its arrays' bytes, lruc_gpu_model::kernel_bytes, over
 // its time; the scan kernels summed) in one timed forward and one timed
-// backward. Exits 1 with the
+// backward; and step mode's time per token at batch 1 and BATCH, each
+// step's inputs uploaded and predictions read back (what streaming costs an
+// application). Exits 1 with the
 // reason on a machine without a GPU. Written before any GPU was available
 // to this project: the figures in docs/performance.md come from it once
 // one is.
@@ -130,6 +132,7 @@ int main(int argc, char **argv) try {
     dOutputs.push_back(static_cast<float *>(arrays.get(n * 4)));
   }
   void *workspace = arrays.get(g->workspace_bytes(batch));
+  const size_t used = arrays.total; // what a train step needs
 
   const lruc_gpu_ops *ops = device->ops();
   const int64_t key[2] = {1, 0};
@@ -160,6 +163,70 @@ int main(int argc, char **argv) try {
       return fail(message);
   sync();
   const double forwardTime = (seconds() - start) / iters;
+  // Forward and backward in train mode (the `backward` entry point): a
+  // train step without the optimizer.
+  float *dLoss = static_cast<float *>(arrays.get(4));
+  float *dGrads = static_cast<float *>(arrays.get(paramBytes));
+  auto backward = [&] {
+    if (g->backward(ops, workspace, batch, dParams, dState, dInputs.data(),
+                    key, dLoss, dGrads, message, sizeof message))
+      throw std::runtime_error(message);
+  };
+  start = seconds();
+  for (int i = 0; i < iters; ++i)
+    backward();
+  sync();
+  const double backwardTime = (seconds() - start) / iters;
+
+  // Step mode: a token of each sequence per call, uploaded, stepped and
+  // read back, as GpuModel::step does (lru-eval --stream).
+  struct StepTime {
+    int64_t batch;
+    double seconds;
+  };
+  std::vector<StepTime> stepTimes;
+  if (g->step && m->step) {
+    for (int64_t b : {int64_t(1), batch}) {
+      if (!stepTimes.empty() && b == stepTimes.back().batch)
+        continue;
+      RandomInputs in(m->step_inputs, m->num_step_inputs, b, 1);
+      std::vector<void *> dIn;
+      for (size_t i = 0; i < in.pointers.size(); ++i)
+        dIn.push_back(arrays.get(in.bytes[i]));
+      std::vector<std::vector<float>> out;
+      std::vector<float *> dOut;
+      for (int r = 0; r < m->num_step_outputs; ++r) {
+        size_t n = size_t(b);
+        for (int d = 1; d < m->step_outputs[r].rank; ++d)
+          n *= size_t(m->step_outputs[r].shape[d]);
+        out.emplace_back(n);
+        dOut.push_back(static_cast<float *>(arrays.get(n * 4)));
+      }
+      auto *carry =
+          static_cast<float *>(arrays.get(size_t(b) * m->carry_floats * 4));
+      if (g->step_reset(ops, b, carry, message, sizeof message))
+        return fail(message);
+      auto token = [&] {
+        for (size_t i = 0; i < dIn.size(); ++i)
+          if (ops->copy(ops->context, dIn[i],
+                        in.pointers[i], in.bytes[i], LRUC_COPY_HOST_TO_DEVICE))
+            throw std::runtime_error("copy to the device failed");
+        if (g->step(ops, workspace, b, dParams, dState, carry, dIn.data(),
+                    dOut.data(), message, sizeof message))
+          throw std::runtime_error(message);
+        for (size_t r = 0; r < out.size(); ++r)
+          if (ops->copy(ops->context, out[r].data(), dOut[r],
+                        out[r].size() * 4, LRUC_COPY_DEVICE_TO_HOST))
+            throw std::runtime_error("copy to the host failed");
+      };
+      token(); // warm up
+      const int tokens = std::max(iters, 100);
+      start = seconds();
+      for (int i = 0; i < tokens; ++i)
+        token();
+      stepTimes.push_back({b, (seconds() - start) / tokens});
+    }
+  }
 
   // The device's copy bandwidth: 256 MiB device to device, read + written.
   const size_t copyBytes = size_t(256) << 20;
@@ -172,10 +239,18 @@ int main(int argc, char **argv) try {
   sync();
   const double bandwidth = 2.0 * copyBytes * 10 / (seconds() - start);
 
-  const size_t used = arrays.total - 2 * copyBytes;
   std::printf("train_step  %9.2f ms  %8.2f steps/s  (batch %lld)\n",
               stepTime * 1e3, 1 / stepTime, (long long)batch);
   std::printf("forward     %9.2f ms\n", forwardTime * 1e3);
+  std::printf("forward+backward %4.2f ms  (train mode, no optimizer)\n",
+              backwardTime * 1e3);
+  for (const StepTime &t : stepTimes)
+    std::printf("step mode   %9.1f us per token  (batch %lld: %.0f tokens/s)\n",
+                t.seconds * 1e6, (long long)t.batch,
+                double(t.batch) / t.seconds);
+  if (!g->step || !m->step)
+    std::printf("step mode   none (%s)\n",
+                m->step_unavailable ? m->step_unavailable : "no GPU half");
   std::printf("device memory %.0f MiB (workspace %.0f MiB, parameters and "
               "moments %.0f MiB)\n",
               used / 1048576.0, g->workspace_bytes(batch) / 1048576.0,
@@ -232,13 +307,7 @@ int main(int argc, char **argv) try {
                    dOutputs.data(), message, sizeof message))
       throw std::runtime_error(message);
   });
-  float *dLoss = static_cast<float *>(arrays.get(4));
-  float *dGrads = static_cast<float *>(arrays.get(paramBytes));
-  timedCall("backward", [&] {
-    if (g->backward(ops, workspace, batch, dParams, dState, dInputs.data(),
-                    key, dLoss, dGrads, message, sizeof message))
-      throw std::runtime_error(message);
-  });
+  timedCall("backward", backward);
   return 0;
 } catch (const std::exception &e) {
   return fail(e.what());

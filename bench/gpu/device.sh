@@ -8,7 +8,10 @@
 #                                       against the paper's Table 4 (A100),
 #                                       the scan kernels' bandwidth against a
 #                                       device-to-device copy in the same run,
-#                                       device memory (lruc-bench-gpu)
+#                                       one block's forward+backward (the
+#                                       model against its depth-1 copy),
+#                                       step mode per token, device memory
+#                                       (lruc-bench-gpu)
 #   device.sh all [ITERS]               both, every model
 # Logs go to $OUT (the device tool's folder that comes back) or ./gpu-out;
 # NVRTC's PTX is cached in $LRUC_CACHE_DIR (default: beside the kit), so a
@@ -24,8 +27,8 @@ what="${1:-all}"
 shift $(( $# > 0 ? 1 : 0 ))
 status=0
 
-models() { # the kit's libraries, or those named
-  if [ $# -eq 0 ]; then ls "$kit"/models/*.so; else
+models() { # the kit's libraries (not the depth-1 copies), or those named
+  if [ $# -eq 0 ]; then ls "$kit"/models/*.so | grep -v '\.depth1\.so$'; else
     for name in "$@"; do echo "$kit/models/$name.so"; done; fi
 }
 
@@ -49,8 +52,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   names=("$@")
   [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
   summary="$out/bench-summary.txt"
-  printf '%-11s %6s %10s %8s %7s %10s %10s\n' model batch "steps/s" paper ratio \
-    "scan fwd" "scan bwd" > "$summary"
+  printf '%-11s %6s %10s %8s %7s %10s %10s %12s %10s %9s\n' model batch \
+    "steps/s" paper ratio "scan fwd" "scan bwd" "block f+b ms" "of step" \
+    "token us" > "$summary"
   for name in "${names[@]}"; do
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
@@ -59,12 +63,32 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       status=1
       continue
     fi
-    steps="$(awk '/^train_step/ { print $4 }' "$out/bench-$name.log")"
+    log="$out/bench-$name.log"
+    steps="$(awk '/^train_step/ { print $4 }' "$log")"
     scans=($(awk '/scan kernels:/ { print $NF == "bandwidth" ? $(NF-3) : "-" }' \
-      "$out/bench-$name.log"))
-    printf '%-11s %6s %10s %8s %6.2fx %10s %10s\n' "$name" "$batch" "$steps" \
-      "${paper[$name]:-?}" "$(awk -v s="$steps" -v p="${paper[$name]:-0}" \
-      'BEGIN { print p > 0 ? s / p : 0 }')" "${scans[0]:--}" "${scans[1]:--}" \
+      "$log"))
+    token="$(awk '/^step mode .* \(batch 1:/ { print $3 }' "$log")"
+    # One block: (forward+backward at full depth - at depth 1) / (depth - 1).
+    block=- share=-
+    if [ -f "$kit/models/$name.depth1.so" ]; then
+      depth="$(cat "$kit/models/$name.depth")"
+      if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.depth1.so" "$batch" \
+          "$iters" > "$out/bench-$name-depth1.log" 2>&1; then
+        read -r block share < <(awk -v d="$depth" '
+          /^train_step/ { if (FILENAME == ARGV[1]) step = $2 }
+          /^forward\+backward/ { fb[FILENAME] = $2 }
+          END { b = (fb[ARGV[1]] - fb[ARGV[2]]) / (d - 1)
+                printf "%.2f %.0f%%\n", b, 100 * b / step }' \
+          "$log" "$out/bench-$name-depth1.log")
+      else
+        cat "$out/bench-$name-depth1.log"
+        status=1
+      fi
+    fi
+    printf '%-11s %6s %10s %8s %6.2fx %10s %10s %12s %10s %9s\n' "$name" \
+      "$batch" "$steps" "${paper[$name]:-?}" "$(awk -v s="$steps" \
+      -v p="${paper[$name]:-0}" 'BEGIN { print p > 0 ? s / p : 0 }')" \
+      "${scans[0]:--}" "${scans[1]:--}" "$block" "$share" "${token:--}" \
       >> "$summary"
   done
   echo

@@ -37,6 +37,14 @@ for name in "${names[@]}"; do
   echo "kit.sh: lruc $file --portable" >&2
   "$bin/lruc" "$file" --portable -o "$stage/models/$name.so" &
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  # A Table 9 model also at depth 1: device.sh times one block as the
+  # difference of the two, divided by the blocks between them.
+  depth="$(sed -n 's/^let DEPTH = \([0-9]*\)$/\1/p' "$file")"
+  if [ "$file" = "$root/models/$name.lru" ] && [ "${depth:-1}" -gt 1 ]; then
+    echo "$depth" > "$stage/models/$name.depth"
+    "$bin/lruc" "$file" --portable -D DEPTH=1 -o "$stage/models/$name.depth1.so" &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  fi
 done
 for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 

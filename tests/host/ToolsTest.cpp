@@ -385,6 +385,16 @@ TEST_F(Tools, EvalMatchesTheRunsValidationAndDumpsABatch) {
       << r.output;
   r = tool({LRU_EVAL, LRUC_FAKE_MODEL, best, "--split", "dev"});
   EXPECT_EQ(r.status, 2);
+  // The hand-written model has no step mode: --stream says why, on any
+  // device, before looking for one.
+  for (const char *device : {"cpu", "gpu"}) {
+    r = tool({LRU_EVAL, LRUC_FAKE_MODEL, best, "--data",
+              data_->path().string(), "--stream", "0", "--device", device});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.output.find(": no step mode: the library has no step mode"),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 TEST_F(Tools, PlotDrawsEveryRun) {

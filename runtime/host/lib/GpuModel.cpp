@@ -114,12 +114,18 @@ void GpuModel::reserve(int64_t batch) {
     bytes += aligned(inputBytes(input, batch));
   for (const TensorInfo &output : m.outputs)
     bytes += aligned(outputElements(output, batch) * sizeof(float));
+  if (m.step) {
+    bytes += aligned(size_t(batch) * m.step->carryFloats * sizeof(float));
+    for (const TensorInfo &output : m.step->outputs)
+      bytes += aligned(outputElements(output, batch) * sizeof(float));
+  }
   bytes += aligned(gpu_.workspace_bytes(batch));
 
   device_->release(pool_);
   pool_ = nullptr;
   poolBytes_ = 0;
   reservedBatch_ = 0;
+  carryBatch_ = 0;
   std::string error;
   pool_ = device_->allocate(bytes, error);
   if (!pool_)
@@ -148,6 +154,25 @@ void GpuModel::reserve(int64_t batch) {
   for (const TensorInfo &output : m.outputs)
     outputs_.push_back(reinterpret_cast<float *>(
         carve(outputElements(output, batch) * sizeof(float))));
+  carry_ = nullptr;
+  stepOutputs_.clear();
+  stepInputs_.clear();
+  if (m.step) {
+    carry_ = reinterpret_cast<float *>(
+        carve(size_t(batch) * m.step->carryFloats * sizeof(float)));
+    for (const TensorInfo &output : m.step->outputs)
+      stepOutputs_.push_back(reinterpret_cast<float *>(
+          carve(outputElements(output, batch) * sizeof(float))));
+    // A step input goes where its sequence input goes: one step of it is
+    // no larger than the whole sequence.
+    for (const TensorInfo &input : m.step->inputs) {
+      const TensorInfo *whole = m.findInput(input.name);
+      if (!whole)
+        fail("step mode",
+             fmt::format("step input '{}' has no sequence input", input.name));
+      stepInputs_.push_back(inputs_[size_t(whole - m.inputs.data())]);
+    }
+  }
   workspace_ = carve(gpu_.workspace_bytes(batch));
 }
 
@@ -258,6 +283,44 @@ void GpuModel::forward(int64_t batch, const void *const *inputs,
                    sizeof message))
     fail("forward", message);
   downloadOutputs(batch, outputs);
+}
+
+void GpuModel::stepReset(int64_t batch) {
+  const Manifest &m = library_.manifest();
+  if (!m.step || !gpu_.step_reset)
+    fail("step_reset", m.step ? "the GPU half has no step mode"
+                              : m.stepUnavailable);
+  checkBatch(batch, "step_reset");
+  char message[512] = "";
+  if (gpu_.step_reset(device_->ops(), batch, carry_, message, sizeof message))
+    fail("step_reset", message);
+  carryBatch_ = batch;
+}
+
+void GpuModel::step(int64_t batch, const void *const *inputs,
+                    float *const *outputs) {
+  const Manifest &m = library_.manifest();
+  if (!m.step || !gpu_.step)
+    fail("step", m.step ? "the GPU half has no step mode" : m.stepUnavailable);
+  if (carryBatch_ == 0 || batch != carryBatch_)
+    fail("step", carryBatch_ == 0
+                     ? std::string("no carry (step_reset first)")
+                     : fmt::format("batch {}, but the carry holds {} "
+                                   "sequences",
+                                   batch, carryBatch_));
+  for (size_t i = 0; i < m.step->inputs.size(); ++i)
+    copy(stepInputs_[i], inputs[i],
+         inputBytes(m.step->inputs[i], batch), LRUC_COPY_HOST_TO_DEVICE,
+         "uploading a step");
+  char message[512] = "";
+  if (gpu_.step(device_->ops(), workspace_, batch, evalParams_, evalState_,
+                carry_, stepInputs_.data(), stepOutputs_.data(), message,
+                sizeof message))
+    fail("step", message);
+  for (size_t o = 0; o < m.step->outputs.size(); ++o)
+    copy(outputs[o], stepOutputs_[o],
+         outputElements(m.step->outputs[o], batch) * sizeof(float),
+         LRUC_COPY_DEVICE_TO_HOST, "reading a step's outputs");
 }
 
 } // namespace lruc::host

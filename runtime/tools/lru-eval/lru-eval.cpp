@@ -9,7 +9,8 @@
 // The splits are the run's (lruc/host/TaskData.h): the checkpoint's
 // metadata says which task, seed and hold-out it trained with. On a GPU
 // (--device, as lru-train's) the batches run one after another on the
-// device; --dump-batch and --stream run on the CPU.
+// device, and so do --stream's steps (the carry stays on the device);
+// --dump-batch runs on the CPU.
 //
 // --dump-batch writes batch I of the split (examples I·B .. I·B+B-1 in the
 // split's order) to a safetensors file: the model inputs by their names,
@@ -21,7 +22,9 @@
 // --stream feeds example I of the split through the library's step mode,
 // one step at a time from a fresh carry, printing the prediction every N
 // steps; at the end it compares the streamed predictions with forward on
-// the whole example and reports the time per step.
+// the whole example (on the same device) and reports the time per step,
+// which on a GPU includes each step's upload and read-back: what a token
+// costs an application that streams.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -126,14 +130,45 @@ void dumpBatch(const ModelLibrary &library, const Checkpoint &checkpoint,
   writeFileAtomically(path, encodeSafetensors(tensors, metadata));
 }
 
+/// Where --stream runs: forward on one whole example, and step mode on one
+/// sequence (host inputs and outputs).
+struct StreamRunner {
+  std::function<void(const void *const *, float *const *)> forward;
+  std::function<void()> reset;
+  std::function<void(const void *const *, float *const *)> step;
+};
+
+StreamRunner cpuStreamRunner(const ModelLibrary &library,
+                             const Checkpoint &checkpoint,
+                             std::vector<float> &carry) {
+  carry.assign(library.manifest().step->carryFloats, 0.0f);
+  return {[&](const void *const *in, float *const *out) {
+            library.forward(1, checkpoint.params.data(),
+                            checkpoint.state.data(), in, out);
+          },
+          [&] { library.stepReset(1, carry.data()); },
+          [&](const void *const *in, float *const *out) {
+            library.step(1, checkpoint.params.data(), checkpoint.state.data(),
+                         carry.data(), in, out);
+          }};
+}
+
+/// `gpu` evaluates the checkpoint's blocks (evaluateCheckpoint).
+StreamRunner gpuStreamRunner(GpuModel &gpu) {
+  return {[&](const void *const *in, float *const *out) {
+            gpu.forward(1, in, out);
+          },
+          [&] { gpu.stepReset(1); },
+          [&](const void *const *in, float *const *out) {
+            gpu.step(1, in, out);
+          }};
+}
+
 /// Streams example `index` of `dataset` through step mode (see the header).
-void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
+void streamExample(const ModelLibrary &library, const StreamRunner &runner,
                    const data::Dataset &dataset, int64_t index,
                    std::optional<int64_t> every) {
   const Manifest &m = library.manifest();
-  if (!m.step)
-    throw HostError(fmt::format("{}: no step mode: {}",
-                                library.path().string(), m.stepUnavailable));
   if (index < 0 || size_t(index) >= dataset.size())
     throw UsageError(fmt::format("--stream {}: the split has {} examples",
                                  index, dataset.size()));
@@ -163,9 +198,9 @@ void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
   const TensorInfo &out = m.step->outputs.at(0);
   const size_t outSize = outputElements(out, 1);
   const bool perStep = out.shape.size() == 3;
-  std::vector<float> carry(m.step->carryFloats), predictions(outSize);
+  std::vector<float> predictions(outSize);
   std::vector<float> streamed; // per step (perStep) or the last step's
-  library.stepReset(1, carry.data());
+  runner.reset();
 
   // Forward on the whole example, the reference for the streamed outputs.
   std::vector<std::vector<float>> whole(m.outputs.size());
@@ -175,8 +210,7 @@ void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
     wholePointers.push_back(whole[o].data());
   }
   auto t0 = std::chrono::steady_clock::now();
-  library.forward(1, checkpoint.params.data(), checkpoint.state.data(),
-                  inputs.data(), wholePointers.data());
+  runner.forward(inputs.data(), wholePointers.data());
   const double forwardMs = std::chrono::duration<double, std::milli>(
                                std::chrono::steady_clock::now() - t0)
                                .count();
@@ -190,8 +224,7 @@ void streamExample(const ModelLibrary &library, const Checkpoint &checkpoint,
     for (size_t i = 0; i < sources.size(); ++i)
       stepInputs[i] = sources[i].base + size_t(t) * sources[i].stepBytes;
     auto s0 = std::chrono::steady_clock::now();
-    library.step(1, checkpoint.params.data(), checkpoint.state.data(),
-                 carry.data(), stepInputs.data(), outputs);
+    runner.step(stepInputs.data(), outputs);
     stepSeconds += std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - s0)
                        .count();
@@ -259,7 +292,7 @@ int evalMain(int argc, char **argv) {
   cl.flag("threads", &threadsFlag, "N", "CPU threads (default: all cores)");
   cl.flag("device", &device, "KIND",
           "cpu, gpu or auto (default auto: a GPU when the library and machine "
-          "have one; --dump-batch and --stream run on the CPU)");
+          "have one; --dump-batch runs on the CPU)");
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
@@ -336,10 +369,6 @@ int evalMain(int argc, char **argv) {
       fmt::format("{} ({})", options.task, data::splitName(split));
   checkModelFitsData(library.manifest(), library.path().string(), dataset, what);
 
-  if (streamIndex) {
-    streamExample(library, checkpoint, dataset, *streamIndex, streamEvery);
-    return 0;
-  }
   if (dump) {
     Metadata metadata = {{"model", m.model},
                          {"checkpoint", positional[1]},
@@ -351,11 +380,24 @@ int evalMain(int argc, char **argv) {
                 (long long)batchIndex.value_or(0), what.c_str(), dump->c_str());
     return 0;
   }
+  if (streamIndex && !m.step)
+    throw HostError(fmt::format("{}: no step mode: {}",
+                                library.path().string(), m.stepUnavailable));
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, device.value_or("auto"), kTool);
   if (gpu) {
-    gpu->reserve(batch);
+    gpu->reserve(streamIndex ? 1 : batch);
     gpu->evaluateCheckpoint(checkpoint);
+  }
+  if (streamIndex) {
+    std::vector<float> carry;
+    streamExample(library,
+                  gpu ? gpuStreamRunner(*gpu)
+                      : cpuStreamRunner(library, checkpoint, carry),
+                  dataset, *streamIndex, streamEvery);
+    return 0;
+  }
+  if (gpu) {
     EvalResult r = evaluate(
         m,
         [&](int64_t count, const void *const *inputs, float *const *outputs) {

@@ -5,14 +5,17 @@
 // lruc::cuda::Device: the library's kernels compiled by NVRTC (cached on
 // disk) and loaded once; the parameters, AdamW's moments and the running
 // statistics kept on the device between calls; each call uploads a batch's
-// inputs and brings back its outputs (the loss and the predictions).
+// inputs and brings back its outputs (the loss and the predictions). Step
+// mode keeps its carry on the device: a step uploads one step of the
+// inputs and brings back that step's predictions.
 //
 // Device memory is one allocation per model, made by `reserve` for the
 // largest batch: the training blocks (parameters, m, v, running
 // statistics), a copy of the parameters and statistics that evaluation
-// reads, each input and output at that batch, and the schedule's workspace
-// (laid out by the compiler's memory plan; workspace_bytes). Nothing is
-// allocated while training.
+// and step mode read, each input and output at that batch, step mode's
+// carry and outputs, and the schedule's workspace (laid out by the
+// compiler's memory plan; workspace_bytes). Nothing is allocated while
+// training or streaming.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LRUC_HOST_GPUMODEL_H
@@ -87,6 +90,14 @@ public:
   void forward(int64_t batch, const void *const *inputs,
                float *const *outputs);
 
+  /// Step mode on the blocks chosen above, as ModelLibrary::stepReset and
+  /// step, the carry of `batch` sequences kept on the device: `inputs` and
+  /// `outputs` are host memory, one step's (Manifest::step). Both throw
+  /// HostError when the model has no step mode; `step` when the batch is
+  /// not the one the carry was reset for.
+  void stepReset(int64_t batch);
+  void step(int64_t batch, const void *const *inputs, float *const *outputs);
+
 private:
   GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
            std::unique_ptr<cuda::Device> device);
@@ -111,6 +122,12 @@ private:
   void *workspace_ = nullptr;
   std::vector<void *> inputs_;
   std::vector<float *> outputs_;
+  // Step mode: its carry and outputs; each step input goes into its
+  // sequence input's array (one of inputs_).
+  float *carry_ = nullptr;
+  std::vector<float *> stepOutputs_;
+  std::vector<void *> stepInputs_;
+  int64_t carryBatch_ = 0; ///< the batch the carry was reset for; 0: none
 };
 
 } // namespace lruc::host
