@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 
 # JAX takes 75% of the GPU's memory when it starts unless told otherwise;
 # PyTorch runs in the same process after it.
@@ -40,19 +39,19 @@ sys.path.insert(0, str(ROOT / "bench" / "reference"))
 TABLE9 = ("listops", "text", "retrieval", "scifar", "pathfinder", "pathx")
 
 
-def median_time(step, sync, iters, warmup=3):
-    """Median seconds of step() over `iters` calls after `warmup` calls,
-    each timed up to sync() (the device's work done)."""
+def queued_time(step, sync, iters, warmup=3):
+    """Mean seconds of step() over `iters` calls queued back to back after
+    `warmup` calls, up to one sync() at the end (the device's work done):
+    how lru-train and lruc-bench-gpu run steps, none waiting for the
+    device."""
     for _ in range(warmup):
         step()
     sync()
-    times = []
+    start = time.perf_counter()
     for _ in range(iters):
-        start = time.perf_counter()
         step()
-        sync()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    sync()
+    return (time.perf_counter() - start) / iters
 
 
 def lruc_train_step(kit, name, batch, iters):
@@ -106,7 +105,7 @@ def jax_train_step(spec, library, params, state, inputs, iters):
     def sync():
         jax.block_until_ready(now["loss"])
 
-    seconds = median_time(run, sync, iters)
+    seconds = queued_time(run, sync, iters)
     return seconds, str(jax.devices()[0])
 
 
@@ -131,7 +130,7 @@ def torch_train_step(spec, inputs, iters, fft):
             optimizer.step()
 
         sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-        return median_time(run, sync, iters), (
+        return queued_time(run, sync, iters), (
             torch.cuda.get_device_name() if device == "cuda" else "cpu")
     except out_of_memory as error:
         return None, f"out of memory ({str(error).splitlines()[0]})"

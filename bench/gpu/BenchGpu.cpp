@@ -3,8 +3,9 @@
 //   lruc-bench-gpu model.so BATCH ITERS
 //
 // Runs a model library's GPU schedule (lruc_gpu.h) through
-// lruc::cuda::Device on random inputs: train steps per second and the
-// forward's time at BATCH, the device memory the call uses, and, in the
+// lruc::cuda::Device on random inputs: train steps per second (ITERS steps
+// queued back to back, as lru-train queues them), the forward's and
+// forward+backward's times at BATCH, the device memory a step uses, and, in the
 // same run, the device's copy bandwidth (a device-to-device copy), the
 // limit its elementwise kernels are measured against, and each kernel's
 // achieved bandwidth (its arrays' bytes, lruc_gpu_model::kernel_bytes, over
@@ -19,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/BenchSupport.h"
+#include "lruc/cuda/DeferredStatus.h"
 #include "lruc/cuda/Device.h"
 #include "lruc_gpu.h"
 #include "lruc_model.h"
@@ -137,11 +139,14 @@ int main(int argc, char **argv) try {
   const lruc_gpu_ops *ops = device->ops();
   const int64_t key[2] = {1, 0};
   int step = 0;
+  // Train steps as lru-train runs them: queued one after another, none
+  // waiting for the device (the status block deferred, read at the end).
+  lruc::cuda::DeferredStatusOps deferred(*ops);
   auto trainStep = [&] {
     ++step;
-    if (g->train_step(ops, workspace, batch, dParams, dM, dV, dState, 1e-4f,
-                      float(step), dInputs.data(), key, dOutputs.data(),
-                      message, sizeof message))
+    if (g->train_step(deferred.ops(), workspace, batch, dParams, dM, dV,
+                      dState, 1e-4f, float(step), dInputs.data(), key,
+                      dOutputs.data(), message, sizeof message))
       throw std::runtime_error(message);
   };
   auto sync = [&] {
@@ -156,10 +161,17 @@ int main(int argc, char **argv) try {
     trainStep();
   sync();
   const double stepTime = (seconds() - start) / iters;
+  {
+    std::vector<char> status(deferred.statusBytes());
+    if (ops->copy(ops->context, status.data(), deferred.status(),
+                  status.size(), LRUC_COPY_DEVICE_TO_HOST) ||
+        g->status_error("train_step", status.data(), message, sizeof message))
+      return fail(std::string("train_step: ") + message);
+  }
   start = seconds();
   for (int i = 0; i < iters; ++i)
-    if (g->forward(ops, workspace, batch, dParams, dState, dInputs.data(),
-                   dOutputs.data(), message, sizeof message))
+    if (g->forward(deferred.ops(), workspace, batch, dParams, dState,
+                   dInputs.data(), dOutputs.data(), message, sizeof message))
       return fail(message);
   sync();
   const double forwardTime = (seconds() - start) / iters;
@@ -167,14 +179,14 @@ int main(int argc, char **argv) try {
   // train step without the optimizer.
   float *dLoss = static_cast<float *>(arrays.get(4));
   float *dGrads = static_cast<float *>(arrays.get(paramBytes));
-  auto backward = [&] {
-    if (g->backward(ops, workspace, batch, dParams, dState, dInputs.data(),
+  auto backward = [&](const lruc_gpu_ops *on) {
+    if (g->backward(on, workspace, batch, dParams, dState, dInputs.data(),
                     key, dLoss, dGrads, message, sizeof message))
       throw std::runtime_error(message);
   };
   start = seconds();
   for (int i = 0; i < iters; ++i)
-    backward();
+    backward(deferred.ops());
   sync();
   const double backwardTime = (seconds() - start) / iters;
 
@@ -307,7 +319,7 @@ int main(int argc, char **argv) try {
                    dOutputs.data(), message, sizeof message))
       throw std::runtime_error(message);
   });
-  timedCall("backward", backward);
+  timedCall("backward", [&] { backward(ops); });
   return 0;
 } catch (const std::exception &e) {
   return fail(e.what());

@@ -20,6 +20,12 @@
  * not used by anything else during the call. An entry point returns 0, or
  * nonzero with a message in `error` (a failed callback, or bad data that a
  * kernel reported: a token, label or length out of range).
+ *
+ * The kernels report bad data in a status block in the workspace, which an
+ * entry point reads back at its end (a copy to the host, which waits for
+ * the device) unless the caller defers it (lruc_gpu_ops.defer_status):
+ * then the call only queues its work, and the caller reads the block once
+ * the work is done and asks status_error what it says.
  */
 #ifndef LRUC_GPU_H
 #define LRUC_GPU_H
@@ -31,7 +37,7 @@
 extern "C" {
 #endif
 
-#define LRUC_GPU_ABI_VERSION 2u
+#define LRUC_GPU_ABI_VERSION 3u
 
 /* Directions of lruc_gpu_ops.copy. */
 enum {
@@ -53,9 +59,15 @@ typedef struct lruc_gpu_ops {
   int (*gemm)(void *context, int32_t trans_a, int32_t trans_b, int64_t m,
               int64_t n, int64_t k, const float *a, int64_t lda,
               const float *b, int64_t ldb, float *c, int64_t ldc);
-  /* `bytes` from `src` to `dst`, in the direction `kind` (LRUC_COPY_*). */
+  /* `bytes` from `src` to `dst`, in the direction `kind` (LRUC_COPY_*),
+   * in order with the launches and GEMMs. `src` may be reused once it
+   * returns; a copy to the host has completed when it returns. */
   int (*copy)(void *context, void *dst, const void *src, size_t bytes,
               int32_t kind);
+  /* NULL, or the call defers reading its status block: instead of copying
+   * it to the host at its end, it hands the block (device memory, `bytes`)
+   * to `defer_status` and returns without waiting for the device. */
+  int (*defer_status)(void *context, const void *status, size_t bytes);
 } lruc_gpu_ops;
 
 typedef struct lruc_gpu_model {
@@ -96,6 +108,13 @@ typedef struct lruc_gpu_model {
    * at `batch` moves at least kernel_bytes[2k] * batch + kernel_bytes[2k+1]
    * bytes: what a kernel's achieved bandwidth is measured by. */
   const int64_t *kernel_bytes;
+  /* What a deferred call's status block (lruc_gpu_ops.defer_status), read
+   * back once its work is done, reports: 0 when nothing, else nonzero with
+   * the message the call would have returned in `error`. `entry` is the
+   * entry point called: "forward", "forward_train", "backward",
+   * "train_step" or "step". */
+  int (*status_error)(const char *entry, const void *status, char *error,
+                      size_t error_size);
 } lruc_gpu_model;
 
 /* NULL when the library speaks another version of this interface. */

@@ -13,10 +13,23 @@
 // allocated, at most $LRUC_SIMULATED_MEMORY bytes of it when that is set. A module is real PTX (NVRTC's, as Device compiles it): its
 // target must suit the device, and its `.entry` names must be exactly the
 // kernels of $LRUC_SIMULATED_KERNELS, the same CUDA source compiled as C++
-// (tests/support/SimulatedKernels.h runs them). Launches run at once, in
-// order; a kernel whose block cannot finish poisons the context as a
-// failed launch does on a device (every later call returns
-// CUDA_ERROR_LAUNCH_FAILED). cublasSgemm_v2 is column-major, checks its
+// (tests/support/SimulatedKernels.h runs them).
+//
+// Work is asynchronous as on a device, as late as the documentation
+// allows: launches, GEMMs, queued copies and event records wait in one
+// queue, in order, and run only when the host must see their effects: at
+// cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize (up to the
+// event), a copy to pageable host memory (which the driver completes
+// before returning), cuMemcpy, and freeing memory. A kernel's parameters
+// are copied when it is launched (their sizes from the PTX); a queued copy
+// from pageable host memory is staged at once, one from page-locked memory
+// (cuMemHostAlloc) reads it when it runs, and one to page-locked memory
+// writes it then. So a host that reads results before waiting for them, or
+// reuses a page-locked buffer too early, sees stale data. A kernel whose
+// block cannot finish poisons the context as a failed launch does on a
+// device: the call that runs it and every later one returns
+// CUDA_ERROR_LAUNCH_FAILED, and queued work is dropped. cublasSgemm_v2 is
+// column-major, checks its
 // sizes and leading dimensions as cuBLAS documents, and fails for an
 // operand that does not lie inside one device allocation (on a device: an
 // illegal address). What is checked is what the documentation says; what a
@@ -32,6 +45,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -70,18 +85,23 @@ enum : int {
 };
 constexpr int kBlasOpN = 0, kBlasOpT = 1;
 
+/// Each `.entry` of a PTX module by name: its parameters' sizes in bytes.
+using EntryParams = std::map<std::string, std::vector<size_t>>;
+
 struct Module {
   lruc::testing::SimulatedKernels kernels;
-  std::set<std::string> entries; ///< the PTX's .entry names
+  EntryParams entries;
 };
 struct Function {
   Module *module;
   int32_t kernel;
+  const std::vector<size_t> *paramSizes;
 };
 struct Event {
-  bool recorded = false;
+  bool recorded = false; ///< its record has run
   std::chrono::steady_clock::time_point when;
 };
+struct Stream {};
 
 /// The one device and its primary context.
 struct Driver {
@@ -89,9 +109,18 @@ struct Driver {
   int retained = 0;             ///< primary context references
   int stickyError = kSuccess;   ///< a failed launch poisons the context
   std::map<uintptr_t, size_t> allocations; ///< device memory by start
+  std::map<uintptr_t, size_t> hostAllocations; ///< page-locked host memory
   std::set<Module *> modules;
   std::set<Function *> functions;
   std::set<Event *> events;
+  std::set<Stream *> streams;
+  /// Work not run yet, in order (every stream's: one order is a valid one).
+  /// Each returns false when it failed (it has reported why).
+  struct Pending {
+    std::function<bool()> run;
+    const Event *records = nullptr; ///< an event record
+  };
+  std::deque<Pending> queue;
 };
 Driver &driver() {
   static Driver d;
@@ -130,9 +159,54 @@ bool isDevicePointer(uintptr_t address) {
   return insideDeviceMemory(address, 0) && address != 0;
 }
 
-/// The `.entry` names of a PTX module and its `.target sm_NN` (0: none).
-std::set<std::string> entriesOf(const std::string &ptx, int &target) {
-  std::set<std::string> entries;
+/// Whether [address, address + bytes) lies inside page-locked host memory.
+bool insidePageLocked(uintptr_t address, size_t bytes) {
+  const auto &allocations = driver().hostAllocations;
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin())
+    return false;
+  --it;
+  return address - it->first < it->second &&
+         bytes <= it->second - (address - it->first);
+}
+
+/// Runs queued work in order, up to and including the record of `until`
+/// (everything when null). Returns the context's error: a failed item
+/// poisons the context and drops what is left, as a device does.
+int drain(const Event *until = nullptr) {
+  Driver &d = driver();
+  while (!d.queue.empty() && d.stickyError == kSuccess) {
+    Driver::Pending item = std::move(d.queue.front());
+    d.queue.pop_front();
+    if (!item.run())
+      d.stickyError = kLaunchFailed;
+    if (until && item.records == until)
+      break;
+  }
+  if (d.stickyError != kSuccess)
+    d.queue.clear();
+  return d.stickyError;
+}
+
+/// Queues `run` (see Driver::queue); the context's error.
+int enqueue(std::function<bool()> run, const Event *records = nullptr) {
+  Driver &d = driver();
+  d.queue.push_back({std::move(run), records});
+  return d.stickyError;
+}
+
+/// The size of a PTX parameter type (`.u64`, `.f32`, ...; 0 if unknown).
+size_t ptxTypeBytes(const std::string &type) {
+  if (type.size() < 3)
+    return 0;
+  return size_t(std::atoi(type.c_str() + 2)) / 8;
+}
+
+/// The `.entry` kernels of a PTX module with their parameters' sizes, and
+/// its `.target sm_NN` (0: none). A parameter is `.param .u64 NAME` or
+/// `.param .align A .b8 NAME[BYTES]`.
+EntryParams entriesOf(const std::string &ptx, int &target) {
+  EntryParams entries;
   target = 0;
   if (size_t at = ptx.find(".target sm_"); at != std::string::npos)
     target = std::atoi(ptx.c_str() + at + std::strlen(".target sm_"));
@@ -141,7 +215,20 @@ std::set<std::string> entriesOf(const std::string &ptx, int &target) {
        at = ptx.find(marker, at + 1)) {
     size_t begin = at + marker.size();
     size_t end = ptx.find_first_of("( \t\n", begin);
-    entries.insert(ptx.substr(begin, end - begin));
+    std::vector<size_t> &sizes = entries[ptx.substr(begin, end - begin)];
+    size_t close = ptx.find(')', end);
+    for (size_t p = ptx.find(".param ", end); p < close;
+         p = ptx.find(".param ", p + 1)) {
+      size_t lineEnd = std::min(ptx.find_first_of(",\n)", p), close);
+      std::string decl = ptx.substr(p, lineEnd - p);
+      size_t bytes = 0;
+      if (size_t open = decl.find('['); open != std::string::npos)
+        bytes = size_t(std::atoll(decl.c_str() + open + 1));
+      else if (size_t type = decl.find(" .", 6); type != std::string::npos)
+        bytes = ptxTypeBytes(decl.substr(type + 1, decl.find(' ', type + 1) -
+                                                       type - 1));
+      sizes.push_back(bytes);
+    }
   }
   return entries;
 }
@@ -252,7 +339,15 @@ LRUC_EXPORT int cuDevicePrimaryCtxRelease_v2(int device) {
   if (d.retained == 0)
     return kInvalidContext;
   if (--d.retained == 0) {
-    // The last release destroys the context and everything in it.
+    // The last release destroys the context and everything in it, once
+    // its work is done.
+    drain();
+    for (auto &[start, bytes] : d.hostAllocations)
+      std::free(reinterpret_cast<void *>(start));
+    d.hostAllocations.clear();
+    for (Stream *s : d.streams)
+      delete s;
+    d.streams.clear();
     for (auto &[start, bytes] : d.allocations)
       std::free(reinterpret_cast<void *>(start));
     d.allocations.clear();
@@ -279,7 +374,49 @@ LRUC_EXPORT int cuCtxSetCurrent(void *context) {
   return kSuccess;
 }
 
-LRUC_EXPORT int cuCtxSynchronize() { return contextError(); }
+LRUC_EXPORT int cuCtxSynchronize() {
+  if (int error = contextError())
+    return error;
+  return drain();
+}
+
+LRUC_EXPORT int cuStreamCreate(void **stream, unsigned flags) {
+  if (int error = contextError())
+    return error;
+  if (!stream || flags > 1) // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING
+    return kInvalidValue;
+  auto *s = new Stream;
+  driver().streams.insert(s);
+  *stream = s;
+  return kSuccess;
+}
+
+/// Whether `stream` is the legacy default stream (null) or one of ours.
+bool knownStream(void *stream) {
+  return !stream || driver().streams.count(static_cast<Stream *>(stream));
+}
+
+LRUC_EXPORT int cuStreamDestroy_v2(void *stream) {
+  Driver &d = driver();
+  if (int error = contextError(); error && error != d.stickyError)
+    return error;
+  auto it = d.streams.find(static_cast<Stream *>(stream));
+  if (it == d.streams.end())
+    return kInvalidHandle;
+  // Its work still completes (the documentation); here, now.
+  drain();
+  delete *it;
+  d.streams.erase(it);
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuStreamSynchronize(void *stream) {
+  if (int error = contextError())
+    return error;
+  if (!knownStream(stream))
+    return kInvalidHandle;
+  return drain();
+}
 
 LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
   if (int error = contextError())
@@ -288,7 +425,7 @@ LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
     return kInvalidValue;
   const std::string ptx(static_cast<const char *>(image));
   int target = 0;
-  std::set<std::string> entries = entriesOf(ptx, target);
+  EntryParams entries = entriesOf(ptx, target);
   if (ptx.find(".version") == std::string::npos || target == 0) {
     report("the module is not PTX text (no .version or .target sm_NN)");
     return kInvalidImage;
@@ -312,8 +449,8 @@ LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
   }
   // The same kernels by name (names are unique on both sides).
   size_t shared = 0;
-  for (const std::string &name : entries)
-    shared += loaded->kernels.find(name.c_str()) >= 0;
+  for (const auto &entry : entries)
+    shared += loaded->kernels.find(entry.first.c_str()) >= 0;
   if (shared != entries.size() ||
       size_t(loaded->kernels.count()) != entries.size()) {
     report(std::string(path) + " holds " +
@@ -335,6 +472,7 @@ LRUC_EXPORT int cuModuleUnload(void *module) {
   auto it = d.modules.find(static_cast<Module *>(module));
   if (it == d.modules.end())
     return kInvalidHandle;
+  drain(); // its queued launches run first
   for (auto f = d.functions.begin(); f != d.functions.end();)
     if ((*f)->module == *it) {
       delete *f;
@@ -357,9 +495,10 @@ LRUC_EXPORT int cuModuleGetFunction(void **function, void *module,
     return kInvalidHandle;
   if (!function || !name)
     return kInvalidValue;
-  if (!(*it)->entries.count(name))
+  auto entry = (*it)->entries.find(name);
+  if (entry == (*it)->entries.end())
     return kNotFound;
-  auto *f = new Function{*it, (*it)->kernels.find(name)};
+  auto *f = new Function{*it, (*it)->kernels.find(name), &entry->second};
   d.functions.insert(f);
   *function = f;
   return kSuccess;
@@ -376,7 +515,7 @@ LRUC_EXPORT int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   auto it = d.functions.find(static_cast<Function *>(function));
   if (it == d.functions.end())
     return kInvalidHandle;
-  if (stream) // Device launches on the default stream only
+  if (!knownStream(stream))
     return kInvalidHandle;
   if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 || blockY == 0 ||
       blockZ == 0 || gridX > 2147483647u || gridY > 65535 || gridZ > 65535 ||
@@ -388,13 +527,30 @@ LRUC_EXPORT int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
            "only");
     return kInvalidValue;
   }
-  std::string error;
-  if (!(*it)->module->kernels.launch((*it)->kernel, gridX, int32_t(blockX),
-                                     params, error)) {
-    report(error);
-    d.stickyError = kLaunchFailed; // reported by this and every later call
+  // The parameters are copied now, as the driver does: the caller's
+  // arrays may be gone when the kernel runs.
+  const std::vector<size_t> &sizes = *(*it)->paramSizes;
+  std::vector<std::vector<char>> copies;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] == 0 || !params[k])
+      return kInvalidValue;
+    const char *from = static_cast<const char *>(params[k]);
+    copies.emplace_back(from, from + sizes[k]);
   }
-  return d.stickyError;
+  Function launched = **it;
+  return enqueue([launched, copies = std::move(copies), gridX,
+                  blockX]() mutable {
+    std::vector<void *> pointers;
+    for (std::vector<char> &copy : copies)
+      pointers.push_back(copy.data());
+    std::string error;
+    if (launched.module->kernels.launch(launched.kernel, gridX,
+                                        int32_t(blockX), pointers.data(),
+                                        error))
+      return true;
+    report(error);
+    return false;
+  });
 }
 
 LRUC_EXPORT int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
@@ -425,6 +581,7 @@ LRUC_EXPORT int cuMemFree_v2(unsigned long long pointer) {
   Driver &d = driver();
   if (int error = contextError(); error && error != d.stickyError)
     return error;
+  drain(); // queued work may still use it: the driver waits for it
   auto it = d.allocations.find(uintptr_t(pointer));
   if (it == d.allocations.end())
     return kInvalidValue;
@@ -433,21 +590,108 @@ LRUC_EXPORT int cuMemFree_v2(unsigned long long pointer) {
   return kSuccess;
 }
 
+LRUC_EXPORT int cuMemHostAlloc(void **pointer, size_t bytes,
+                               unsigned flags) {
+  if (int error = contextError())
+    return error;
+  if (!pointer || bytes == 0 || flags > 7)
+    return kInvalidValue;
+  void *memory = std::malloc(bytes);
+  if (!memory)
+    return kOutOfMemory;
+  std::memset(memory, 0xff, bytes);
+  driver().hostAllocations[reinterpret_cast<uintptr_t>(memory)] = bytes;
+  *pointer = memory;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuMemFreeHost(void *pointer) {
+  Driver &d = driver();
+  if (int error = contextError(); error && error != d.stickyError)
+    return error;
+  drain(); // the driver waits for the work that may still use it
+  auto it = d.hostAllocations.find(reinterpret_cast<uintptr_t>(pointer));
+  if (it == d.hostAllocations.end())
+    return kInvalidValue;
+  std::free(pointer);
+  d.hostAllocations.erase(it);
+  return kSuccess;
+}
+
+/// A copy's checks: a device end lies inside one allocation (unified
+/// addressing: a pointer inside a device allocation is device memory).
+bool validCopy(uintptr_t dst, uintptr_t src, size_t bytes) {
+  for (uintptr_t p : {dst, src})
+    if (isDevicePointer(p) && !insideDeviceMemory(p, bytes))
+      return false;
+  return bytes == 0 || (dst != 0 && src != 0);
+}
+
 LRUC_EXPORT int cuMemcpy(unsigned long long dst, unsigned long long src,
                          size_t bytes) {
   if (int error = contextError())
     return error;
-  // Unified addressing: a pointer inside a device allocation is device
-  // memory, and the whole range must fit in that allocation.
-  for (uintptr_t p : {uintptr_t(dst), uintptr_t(src)})
-    if (isDevicePointer(p) && !insideDeviceMemory(p, bytes))
-      return kInvalidValue;
-  if (bytes > 0 && (dst == 0 || src == 0))
+  if (!validCopy(dst, src, bytes))
     return kInvalidValue;
+  if (int error = drain()) // the legacy stream waits for everything
+    return error;
   if (bytes > 0)
     std::memmove(reinterpret_cast<void *>(dst),
                  reinterpret_cast<const void *>(src), bytes);
   return kSuccess;
+}
+
+/// cuMemcpy*Async: `dst` and `src` must be of the kinds the name says.
+int queueCopy(uintptr_t dst, uintptr_t src, size_t bytes, void *stream,
+              bool dstOnDevice, bool srcOnDevice) {
+  if (int error = contextError())
+    return error;
+  if (!knownStream(stream) || !validCopy(dst, src, bytes) ||
+      (bytes > 0 && (isDevicePointer(dst) != dstOnDevice ||
+                     isDevicePointer(src) != srcOnDevice)))
+    return kInvalidValue;
+  if (bytes == 0)
+    return kSuccess;
+  auto *to = reinterpret_cast<char *>(dst);
+  const auto *from = reinterpret_cast<const char *>(src);
+  if (!srcOnDevice && !insidePageLocked(src, bytes)) {
+    // Pageable source: staged now, so the caller may reuse it.
+    std::vector<char> staged(from, from + bytes);
+    return enqueue([to, staged = std::move(staged)] {
+      std::memcpy(to, staged.data(), staged.size());
+      return true;
+    });
+  }
+  if (!dstOnDevice && !insidePageLocked(dst, bytes)) {
+    // Pageable destination: the driver completes the copy before it
+    // returns.
+    if (int error = drain())
+      return error;
+    std::memmove(to, from, bytes);
+    return kSuccess;
+  }
+  return enqueue([to, from, bytes] {
+    std::memmove(to, from, bytes);
+    return true;
+  });
+}
+
+LRUC_EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src,
+                                     size_t bytes, void *stream) {
+  return queueCopy(uintptr_t(dst), reinterpret_cast<uintptr_t>(src), bytes,
+                   stream, true, false);
+}
+
+LRUC_EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src,
+                                     size_t bytes, void *stream) {
+  return queueCopy(reinterpret_cast<uintptr_t>(dst), uintptr_t(src), bytes,
+                   stream, false, true);
+}
+
+LRUC_EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long dst,
+                                     unsigned long long src, size_t bytes,
+                                     void *stream) {
+  return queueCopy(uintptr_t(dst), uintptr_t(src), bytes, stream, true, true);
 }
 
 LRUC_EXPORT int cuEventCreate(void **event, unsigned flags) {
@@ -465,18 +709,32 @@ LRUC_EXPORT int cuEventRecord(void *event, void *stream) {
   if (int error = contextError())
     return error;
   auto it = driver().events.find(static_cast<Event *>(event));
-  if (it == driver().events.end() || stream)
+  if (it == driver().events.end() || !knownStream(stream))
     return kInvalidHandle;
-  (*it)->recorded = true;
-  (*it)->when = std::chrono::steady_clock::now(); // launches run at once
-  return kSuccess;
+  Event *e = *it;
+  return enqueue(
+      [e] {
+        e->recorded = true;
+        e->when = std::chrono::steady_clock::now();
+        return true;
+      },
+      e);
 }
 
 LRUC_EXPORT int cuEventSynchronize(void *event) {
   if (int error = contextError())
     return error;
-  return driver().events.count(static_cast<Event *>(event)) ? kSuccess
-                                                            : kInvalidHandle;
+  auto *e = static_cast<Event *>(event);
+  if (!driver().events.count(e))
+    return kInvalidHandle;
+  // Up to its latest record (an event never recorded has passed).
+  auto records =
+      std::count_if(driver().queue.begin(), driver().queue.end(),
+                    [&](const Driver::Pending &p) { return p.records == e; });
+  for (; records > 0; --records)
+    if (int error = drain(e))
+      return error;
+  return contextError();
 }
 
 LRUC_EXPORT int cuEventElapsedTime(float *milliseconds, void *start,
@@ -499,6 +757,12 @@ LRUC_EXPORT int cuEventDestroy_v2(void *event) {
   auto it = events.find(static_cast<Event *>(event));
   if (it == events.end())
     return kInvalidHandle;
+  // A record still queued completes first (the event lives until then).
+  for (const Driver::Pending &p : driver().queue)
+    if (p.records == *it) {
+      drain(*it);
+      break;
+    }
   delete *it;
   events.erase(it);
   return kSuccess;
@@ -508,6 +772,7 @@ LRUC_EXPORT int cuEventDestroy_v2(void *event) {
 
 struct BlasHandle {
   int64_t gemms = 0;
+  void *stream = nullptr;
 };
 
 LRUC_EXPORT int cublasCreate_v2(void **handle) {
@@ -523,6 +788,15 @@ LRUC_EXPORT int cublasDestroy_v2(void *handle) {
   if (!handle)
     return kBlasNotInitialized;
   delete static_cast<BlasHandle *>(handle);
+  return kBlasSuccess;
+}
+
+LRUC_EXPORT int cublasSetStream_v2(void *handle, void *stream) {
+  if (!handle)
+    return kBlasNotInitialized;
+  if (!knownStream(stream))
+    return kBlasInvalidValue;
+  static_cast<BlasHandle *>(handle)->stream = stream;
   return kBlasSuccess;
 }
 
@@ -562,18 +836,24 @@ LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
     return kBlasExecutionFailed;
   }
   ++static_cast<BlasHandle *>(handle)->gemms;
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      double sum = 0;
-      for (int p = 0; p < k; ++p)
-        sum += double(transA == kBlasOpN ? a[size_t(p) * lda + i]
-                                         : a[size_t(i) * lda + p]) *
-               double(transB == kBlasOpN ? b[size_t(j) * ldb + p]
-                                         : b[size_t(p) * ldb + j]);
-      float &out = c[size_t(j) * ldc + i];
-      // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
-      out = float(*alpha * sum + (*beta == 0.0f ? 0.0 : double(*beta) * out));
-    }
+  // alpha and beta are read now (host pointer mode), the operands when the
+  // GEMM runs, in order on the handle's stream.
+  const double scaleAB = *alpha, scaleC = *beta;
+  enqueue([=] {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double sum = 0;
+        for (int p = 0; p < k; ++p)
+          sum += double(transA == kBlasOpN ? a[size_t(p) * lda + i]
+                                           : a[size_t(i) * lda + p]) *
+                 double(transB == kBlasOpN ? b[size_t(j) * ldb + p]
+                                           : b[size_t(p) * ldb + j]);
+        float &out = c[size_t(j) * ldc + i];
+        // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
+        out = float(scaleAB * sum + (scaleC == 0.0 ? 0.0 : scaleC * out));
+      }
+    return true;
+  });
   return kBlasSuccess;
 }
 

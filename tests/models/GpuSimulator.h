@@ -97,7 +97,7 @@ private:
     return 0;
   }
 
-  lruc_gpu_ops ops_;
+  lruc_gpu_ops ops_{}; // defer_status null: each call reads its status
   SimulatedKernels kernels_;
   int64_t launches_ = 0, gemms_ = 0;
 };

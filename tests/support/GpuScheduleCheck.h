@@ -12,6 +12,7 @@
 #ifndef LRUC_TESTS_GPUSCHEDULECHECK_H
 #define LRUC_TESTS_GPUSCHEDULECHECK_H
 
+#include "lruc/cuda/DeferredStatus.h"
 #include "lruc/cuda/Device.h"
 #include "lruc_gpu.h"
 #include "lruc_model.h"
@@ -325,6 +326,40 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
         << message;
     EXPECT_NE(std::string(message).find("is 1048576"), std::string::npos)
         << message;
+
+    // The same call with its status deferred (lruc_gpu_ops.defer_status):
+    // it returns without reading the block, and the block, read back
+    // afterwards, says what the call said.
+    lruc::cuda::DeferredStatusOps deferring(ops);
+    char deferred[512] = "";
+    EXPECT_EQ(g.forward(deferring.ops(), workspace, batch, dParams, dState,
+                        badInputs.data(), gpu.data(), deferred,
+                        sizeof deferred),
+              0)
+        << deferred;
+    ASSERT_NE(deferring.status(), nullptr);
+    std::vector<char> block(deferring.statusBytes());
+    ASSERT_EQ(ops.copy(ops.context, block.data(), deferring.status(),
+                       block.size(), LRUC_COPY_DEVICE_TO_HOST),
+              0);
+    EXPECT_NE(g.status_error("forward", block.data(), deferred,
+                             sizeof deferred),
+              0);
+    EXPECT_STREQ(deferred, message);
+    // A good batch's block says nothing.
+    EXPECT_EQ(g.forward(deferring.ops(), workspace, batch, dParams, dState,
+                        dInputs.data(), gpu.data(), deferred, sizeof deferred),
+              0);
+    ASSERT_EQ(ops.copy(ops.context, block.data(), deferring.status(),
+                       block.size(), LRUC_COPY_DEVICE_TO_HOST),
+              0);
+    EXPECT_EQ(g.status_error("forward", block.data(), deferred,
+                             sizeof deferred),
+              0)
+        << deferred;
+    EXPECT_NE(g.status_error("nonesuch", block.data(), deferred,
+                             sizeof deferred),
+              0);
   }
 }
 

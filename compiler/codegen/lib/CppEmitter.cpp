@@ -1308,6 +1308,14 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
 
 )cpp";
   }
+  os << R"cpp(int gpu_status_error(const char *entry, const void *status, char *error,
+                     size_t error_size) {
+  return guarded(error, error_size, [&](std::string &message) {
+    return gpuDeferredStatus(entry, status, message);
+  });
+}
+
+)cpp";
   os << "const lruc_gpu_model kGpuModel = {\n"
         "  LRUC_GPU_ABI_VERSION, sizeof(lruc_gpu_model), "
      << kernels
@@ -1315,7 +1323,7 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
         "  gpuWorkspaceBytes, gpu_forward, gpu_forward_train, gpu_backward,\n"
         "  gpu_train_step, "
      << (bindings.step ? "gpu_step_reset, gpu_step" : "nullptr, nullptr")
-     << ",\n  kGpuKernelBytes,\n};\n\n";
+     << ",\n  kGpuKernelBytes, gpu_status_error,\n};\n\n";
   return success();
 }
 

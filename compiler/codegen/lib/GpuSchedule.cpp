@@ -72,6 +72,20 @@ public:
 
   LogicalResult write() {
     StringRef name = func.getSymName();
+    // Which op a status report names.
+    os << "const char *gpu_describe_" << name
+       << "(int32_t op) {\n  switch (op) {\n";
+    llvm::DenseMap<Operation *, size_t> indexOf;
+    for (auto [index, op] : llvm::enumerate(func.getBody().front()))
+      indexOf[&op] = index;
+    llvm::SmallPtrSet<Operation *, 16> named;
+    for (const CudaLaunch &launch : plan.launches)
+      if (launch.reports && named.insert(launch.op).second)
+        os << "  case " << indexOf.lookup(launch.op) << ": return \""
+           << launch.op->getName().getStringRef() << " at "
+           << describeLocation(launch.op->getLoc()) << "\";\n";
+    os << "  default: return \"an op\";\n  }\n}\n\n";
+
     os << "bool gpu_run_" << name
        << "(const lruc_gpu_ops *ops, char *workspace, int64_t B,\n"
           "    const float *params, const float *state, const void *const "
@@ -124,19 +138,8 @@ public:
          << ", uint64_t(" << countExpr(v) << ") * " << elementBytes(v.getType())
          << ", LRUC_COPY_DEVICE_TO_DEVICE, error))\n    return false;\n";
     }
-    // Which op a report names.
     os << "  return gpuCheckStatus(ops, status, \"" << name
-       << "\", [](int32_t op) -> const char * {\n    switch (op) {\n";
-    llvm::DenseMap<Operation *, size_t> indexOf;
-    for (auto [index, op] : llvm::enumerate(func.getBody().front()))
-      indexOf[&op] = index;
-    llvm::SmallPtrSet<Operation *, 16> named;
-    for (const CudaLaunch &launch : plan.launches)
-      if (launch.reports && named.insert(launch.op).second)
-        os << "    case " << indexOf.lookup(launch.op) << ": return \""
-           << launch.op->getName().getStringRef() << " at "
-           << describeLocation(launch.op->getLoc()) << "\";\n";
-    os << "    default: return \"an op\";\n    }\n  }, error);\n}\n\n";
+       << "\", gpu_describe_" << name << ", error);\n}\n\n";
     return success();
   }
 
@@ -260,20 +263,29 @@ bool gpuResetStatus(const lruc_gpu_ops *ops, GpuStatus *status,
   return gpuCopy(ops, status, &none, sizeof none, LRUC_COPY_HOST_TO_DEVICE,
                  error);
 }
-/// The first report of the call's kernels, if any, as the error.
-bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
-                    const char *function, const char *(*describe)(int32_t),
-                    std::string &error) {
-  GpuStatus seen;
-  if (!gpuCopy(ops, &seen, status, sizeof seen, LRUC_COPY_DEVICE_TO_HOST,
-               error))
-    return false;
+/// What a status block read back says: true when no kernel reported.
+bool gpuStatusSays(const GpuStatus &seen, const char *function,
+                   const char *(*describe)(int32_t), std::string &error) {
   if (seen.op < 0)
     return true;
   error = std::string("bad input in @") + function + ", " +
           describe(seen.op) + ": entry " + std::to_string(seen.index) +
           " is " + std::to_string(seen.value) + ", out of range";
   return false;
+}
+/// The first report of the call's kernels, if any, as the error; or the
+/// block handed to the caller, who reads it later (defer_status).
+bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
+                    const char *function, const char *(*describe)(int32_t),
+                    std::string &error) {
+  if (ops->defer_status)
+    return gpuCalled(ops->defer_status(ops->context, status, sizeof *status),
+                     "status deferral", nullptr, error);
+  GpuStatus seen;
+  if (!gpuCopy(ops, &seen, status, sizeof seen, LRUC_COPY_DEVICE_TO_HOST,
+               error))
+    return false;
+  return gpuStatusSays(seen, function, describe, error);
 }
 
 )cpp";
@@ -287,6 +299,18 @@ bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
       return failure();
     workspaces.push_back(writer.workspaceBytes());
   }
+  // A deferred call's status block, read back by the caller.
+  os << "bool gpuDeferredStatus(const char *entry, const void *status,\n"
+        "                       std::string &error) {\n"
+        "  GpuStatus seen;\n  std::memcpy(&seen, status, sizeof seen);\n";
+  for (const CudaFunctionPlan &plan : plans) {
+    StringRef name = func::FuncOp(plan.func).getSymName();
+    os << "  if (std::strcmp(entry, \"" << name
+       << "\") == 0)\n    return gpuStatusSays(seen, entry, gpu_describe_"
+       << name << ", error);\n";
+  }
+  os << "  error = std::string(\"no entry point '\") + entry + \"'\";\n"
+        "  return false;\n}\n\n";
   return workspaces;
 }
 

@@ -21,6 +21,7 @@ using cublasStatus = int;
 constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
+constexpr unsigned kCuStreamNonBlocking = 1;
 
 struct Device::Api {
   CUresult (*init)(unsigned);
@@ -32,7 +33,6 @@ struct Device::Api {
   CUresult (*primaryCtxRetain)(void **, CUdevice);
   CUresult (*primaryCtxRelease)(CUdevice);
   CUresult (*ctxSetCurrent)(void *);
-  CUresult (*ctxSynchronize)();
   CUresult (*moduleLoadData)(void **, const void *);
   CUresult (*moduleUnload)(void *);
   CUresult (*moduleGetFunction)(void **, void *, const char *);
@@ -41,7 +41,14 @@ struct Device::Api {
                            void **);
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
-  CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*memHostAlloc)(void **, size_t, unsigned);
+  CUresult (*memFreeHost)(void *);
+  CUresult (*memcpyHtoDAsync)(CUdeviceptr, const void *, size_t, void *);
+  CUresult (*memcpyDtoHAsync)(void *, CUdeviceptr, size_t, void *);
+  CUresult (*memcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
+  CUresult (*streamCreate)(void **, unsigned);
+  CUresult (*streamDestroy)(void *);
+  CUresult (*streamSynchronize)(void *);
   CUresult (*eventCreate)(void **, unsigned);
   CUresult (*eventRecord)(void *, void *);
   CUresult (*eventSynchronize)(void *);
@@ -49,6 +56,7 @@ struct Device::Api {
   CUresult (*eventDestroy)(void *);
   cublasStatus (*cublasCreate)(void **);
   cublasStatus (*cublasDestroy)(void *);
+  cublasStatus (*cublasSetStream)(void *, void *);
   cublasStatus (*sgemm)(void *, int, int, int, int, int, const float *,
                         const float *, int, const float *, int, const float *,
                         float *, int);
@@ -87,14 +95,20 @@ const Device::Api *openApi(std::string &failure) {
     bind(table->primaryCtxRetain, "cuDevicePrimaryCtxRetain");
     bind(table->primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
     bind(table->ctxSetCurrent, "cuCtxSetCurrent");
-    bind(table->ctxSynchronize, "cuCtxSynchronize");
     bind(table->moduleLoadData, "cuModuleLoadData");
     bind(table->moduleUnload, "cuModuleUnload");
     bind(table->moduleGetFunction, "cuModuleGetFunction");
     bind(table->launchKernel, "cuLaunchKernel");
     bind(table->memAlloc, "cuMemAlloc_v2");
     bind(table->memFree, "cuMemFree_v2");
-    bind(table->memcpy, "cuMemcpy");
+    bind(table->memHostAlloc, "cuMemHostAlloc");
+    bind(table->memFreeHost, "cuMemFreeHost");
+    bind(table->memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    bind(table->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    bind(table->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    bind(table->streamCreate, "cuStreamCreate");
+    bind(table->streamDestroy, "cuStreamDestroy_v2");
+    bind(table->streamSynchronize, "cuStreamSynchronize");
     bind(table->eventCreate, "cuEventCreate");
     bind(table->eventRecord, "cuEventRecord");
     bind(table->eventSynchronize, "cuEventSynchronize");
@@ -103,6 +117,7 @@ const Device::Api *openApi(std::string &failure) {
     detail::Binder bindBlas(cublas, "cuBLAS");
     bindBlas(table->cublasCreate, "cublasCreate_v2");
     bindBlas(table->cublasDestroy, "cublasDestroy_v2");
+    bindBlas(table->cublasSetStream, "cublasSetStream_v2");
     bindBlas(table->sgemm, "cublasSgemm_v2");
     if (!bind.complete())
       reason = bind.failure();
@@ -173,9 +188,20 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
     error = driverError(*api, r, "cuCtxSetCurrent");
     return nullptr;
   }
+  // A stream of lruc's own (not the legacy default stream, which would
+  // wait for and hold up every other stream of the context).
+  if ((r = api->streamCreate(&device->stream_, kCuStreamNonBlocking))) {
+    error = driverError(*api, r, "cuStreamCreate");
+    device->stream_ = nullptr;
+    return nullptr;
+  }
   if (int status = api->cublasCreate(&device->cublas_)) {
     error = "cublasCreate failed (" + std::to_string(status) + ")";
     device->cublas_ = nullptr;
+    return nullptr;
+  }
+  if (int status = api->cublasSetStream(device->cublas_, device->stream_)) {
+    error = "cublasSetStream failed (" + std::to_string(status) + ")";
     return nullptr;
   }
   device->name_ = name;
@@ -193,6 +219,10 @@ Device::~Device() {
   }
   if (cublas_)
     api_->cublasDestroy(cublas_);
+  if (stream_) {
+    api_->streamSynchronize(stream_);
+    api_->streamDestroy(stream_);
+  }
   if (module_)
     api_->moduleUnload(module_);
   if (context_)
@@ -239,8 +269,82 @@ void Device::release(void *memory) {
     api_->memFree(reinterpret_cast<CUdeviceptr>(memory));
 }
 
+void *Device::allocateHost(size_t bytes, std::string &error) {
+  void *memory = nullptr;
+  if (CUresult r = api_->memHostAlloc(&memory, bytes ? bytes : 1, 0)) {
+    error = driverError(*api_, r,
+                        "allocating " + std::to_string(bytes) +
+                            " bytes of page-locked host memory");
+    return nullptr;
+  }
+  return memory;
+}
+
+void Device::releaseHost(void *memory) {
+  if (memory)
+    api_->memFreeHost(memory);
+}
+
+/// A copy queued on `stream` (cuMemcpy*Async); the driver's status.
+static CUresult queueCopy(const Device::Api &api, void *stream, void *dst,
+                          const void *src, size_t bytes, int kind) {
+  auto d = reinterpret_cast<CUdeviceptr>(dst);
+  auto s = reinterpret_cast<CUdeviceptr>(src);
+  switch (kind) {
+  case LRUC_COPY_HOST_TO_DEVICE:
+    return api.memcpyHtoDAsync(d, src, bytes, stream);
+  case LRUC_COPY_DEVICE_TO_HOST:
+    return api.memcpyDtoHAsync(dst, s, bytes, stream);
+  case LRUC_COPY_DEVICE_TO_DEVICE:
+    return api.memcpyDtoDAsync(d, s, bytes, stream);
+  default:
+    return 1; // CUDA_ERROR_INVALID_VALUE
+  }
+}
+
+bool Device::copyAsync(void *dst, const void *src, size_t bytes, int kind,
+                       std::string &error) {
+  if (bytes == 0)
+    return true;
+  if (CUresult r = queueCopy(*api_, stream_, dst, src, bytes, kind)) {
+    error = driverError(*api_, r, "queueing a copy");
+    return false;
+  }
+  return true;
+}
+
+void *Device::createEvent(std::string &error) {
+  void *event = nullptr;
+  if (CUresult r = api_->eventCreate(&event, 0)) {
+    error = driverError(*api_, r, "cuEventCreate");
+    return nullptr;
+  }
+  return event;
+}
+
+void Device::destroyEvent(void *event) {
+  if (event)
+    api_->eventDestroy(event);
+}
+
+bool Device::record(void *event, std::string &error) {
+  if (CUresult r = api_->eventRecord(event, stream_)) {
+    error = driverError(*api_, r, "cuEventRecord");
+    return false;
+  }
+  return true;
+}
+
+bool Device::wait(void *event, std::string &error) {
+  if (CUresult r = api_->eventSynchronize(event)) {
+    error = driverError(*api_, r, "running the kernels");
+    return false;
+  }
+  return true;
+}
+
 bool Device::synchronize(std::string &error) {
-  if (CUresult r = api_->ctxSynchronize()) {
+  if (CUresult r = api_->streamSynchronize(stream_)) {
     error = driverError(*api_, r, "running the kernels");
     return false;
   }
@@ -285,7 +389,7 @@ int Device::launch(void *context, int32_t kernel, int64_t blocks,
       return r;
     }
     self->timed_.push_back(timed); // destroyed by kernelTimes or ~Device
-    if (CUresult r = api.eventRecord(timed.start, nullptr))
+    if (CUresult r = api.eventRecord(timed.start, self->stream_))
       return r;
   }
   // Grid-stride kernels take any grid; those with a thread per item ask for
@@ -293,9 +397,9 @@ int Device::launch(void *context, int32_t kernel, int64_t blocks,
   constexpr int64_t kMaxBlocks = 2147483647;
   if (CUresult r = api.launchKernel(
           self->kernels_[kernel], unsigned(std::min(blocks, kMaxBlocks)), 1,
-          1, unsigned(threads), 1, 1, 0, nullptr, args, nullptr))
+          1, unsigned(threads), 1, 1, 0, self->stream_, args, nullptr))
     return r;
-  return self->timing_ ? api.eventRecord(timed.end, nullptr) : 0;
+  return self->timing_ ? api.eventRecord(timed.end, self->stream_) : 0;
 }
 
 int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
@@ -312,11 +416,17 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
 }
 
 int Device::copy(void *context, void *dst, const void *src, size_t bytes,
-                 int32_t) {
-  // Unified addressing: cuMemcpy tells host from device memory itself.
+                 int32_t kind) {
+  // Queued on the stream. From pageable host memory the driver stages the
+  // source before returning; to it, the copy is done when it returns
+  // (lruc_gpu_ops.copy's contract), which the stream synchronisation makes
+  // sure of for page-locked memory as well.
   auto *self = static_cast<Device *>(context);
-  return self->api_->memcpy(reinterpret_cast<CUdeviceptr>(dst),
-                            reinterpret_cast<CUdeviceptr>(src), bytes);
+  if (CUresult r = queueCopy(*self->api_, self->stream_, dst, src, bytes, kind))
+    return r;
+  return kind == LRUC_COPY_DEVICE_TO_HOST
+             ? self->api_->streamSynchronize(self->stream_)
+             : 0;
 }
 
 } // namespace lruc::cuda

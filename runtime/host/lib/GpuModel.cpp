@@ -2,6 +2,7 @@
 
 #include "lruc/host/GpuModel.h"
 
+#include "lruc/cuda/DeferredStatus.h"
 #include "lruc/cuda/Device.h"
 #include "lruc/cuda/PtxCache.h"
 #include "lruc/host/Evaluate.h"
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace lruc::host {
 
@@ -91,9 +93,25 @@ std::string GpuModel::kernelCacheDirectory() {
 
 GpuModel::GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
                    std::unique_ptr<cuda::Device> device)
-    : library_(library), gpu_(gpu), device_(std::move(device)) {}
+    : library_(library), gpu_(gpu), device_(std::move(device)),
+      deferred_(std::make_unique<cuda::DeferredStatusOps>(*device_->ops())) {}
 
-GpuModel::~GpuModel() { device_->release(pool_); }
+GpuModel::~GpuModel() { releaseMemory(); }
+
+void GpuModel::releaseMemory() {
+  // Freeing waits for what is queued (the driver's rule).
+  device_->release(pool_);
+  pool_ = nullptr;
+  poolBytes_ = 0;
+  reservedBatch_ = 0;
+  carryBatch_ = 0;
+  for (QueuedStep &slot : slots_) {
+    device_->releaseHost(slot.host);
+    device_->destroyEvent(slot.done);
+    slot = QueuedStep{};
+  }
+  nextSlot_ = queued_ = 0;
+}
 
 std::string GpuModel::deviceDescription() const {
   return fmt::format("{} ({})", device_->name(), device_->arch());
@@ -121,17 +139,32 @@ void GpuModel::reserve(int64_t batch) {
   }
   bytes += aligned(gpu_.workspace_bytes(batch));
 
-  device_->release(pool_);
-  pool_ = nullptr;
-  poolBytes_ = 0;
-  reservedBatch_ = 0;
-  carryBatch_ = 0;
+  releaseMemory();
   std::string error;
   pool_ = device_->allocate(bytes, error);
   if (!pool_)
     fail(fmt::format("{:.1f} MiB of device memory for batch {}",
                      double(bytes) / (1 << 20), batch),
          error);
+  // A queued step's page-locked host memory: its inputs, then its outputs,
+  // then its status block.
+  size_t slotBytes = 0;
+  for (const TensorInfo &input : m.inputs)
+    slotBytes += aligned(inputBytes(input, batch));
+  slotOutputs_ = slotBytes;
+  for (const TensorInfo &output : m.outputs)
+    slotBytes += aligned(outputElements(output, batch) * sizeof(float));
+  slotStatus_ = slotBytes;
+  slotBytes += cuda::DeferredStatusOps::kMaxStatusBytes;
+  for (QueuedStep &slot : slots_) {
+    slot.host = static_cast<char *>(device_->allocateHost(slotBytes, error));
+    if (slot.host)
+      slot.done = device_->createEvent(error);
+    if (!slot.host || !slot.done) {
+      releaseMemory();
+      fail("reserving page-locked host memory", error);
+    }
+  }
   poolBytes_ = bytes;
   reservedBatch_ = batch;
 
@@ -247,14 +280,77 @@ void GpuModel::downloadOutputs(int64_t batch, float *const *outputs) {
 void GpuModel::trainStep(int64_t batch, float lr, int64_t step,
                          const void *const *inputs,
                          const int64_t dropoutKey[2], float *const *outputs) {
+  if (queued_)
+    fail("train_step", "steps are queued (finishTrainStep them first)");
+  queueTrainStep(batch, lr, step, inputs, dropoutKey);
+  finishTrainStep(outputs);
+}
+
+void GpuModel::queueTrainStep(int64_t batch, float lr, int64_t step,
+                              const void *const *inputs,
+                              const int64_t dropoutKey[2]) {
   checkBatch(batch, "train_step");
-  const void *const *deviceInputs = uploadInputs(batch, inputs);
+  if (queued_ == kMaxQueuedSteps)
+    fail("train_step", fmt::format("{} steps queued already (finish one "
+                                   "first)",
+                                   queued_));
+  const Manifest &m = library_.manifest();
+  // The slot's last step has been finished, so its copies are done.
+  QueuedStep &slot = slots_[nextSlot_];
+  std::string error;
+  auto queueCopy = [&](void *dst, const void *src, size_t bytes, int kind) {
+    if (!device_->copyAsync(dst, src, bytes, kind, error))
+      fail("train_step", error);
+  };
+  size_t at = 0;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const size_t bytes = inputBytes(m.inputs[i], batch);
+    std::memcpy(slot.host + at, inputs[i], bytes);
+    queueCopy(inputs_[i], slot.host + at, bytes, LRUC_COPY_HOST_TO_DEVICE);
+    at += aligned(inputBytes(m.inputs[i], reservedBatch_));
+  }
   char message[512] = "";
-  if (gpu_.train_step(device_->ops(), workspace_, batch, params_, adamM_,
-                      adamV_, state_, lr, float(step), deviceInputs,
+  if (gpu_.train_step(deferred_->ops(), workspace_, batch, params_, adamM_,
+                      adamV_, state_, lr, float(step), inputs_.data(),
                       dropoutKey, outputs_.data(), message, sizeof message))
     fail("train_step", message);
-  downloadOutputs(batch, outputs);
+  queueCopy(slot.host + slotStatus_, deferred_->status(),
+            deferred_->statusBytes(), LRUC_COPY_DEVICE_TO_HOST);
+  at = slotOutputs_;
+  for (size_t o = 0; o < m.outputs.size(); ++o) {
+    queueCopy(slot.host + at, outputs_[o],
+              outputElements(m.outputs[o], batch) * sizeof(float),
+              LRUC_COPY_DEVICE_TO_HOST);
+    at += aligned(outputElements(m.outputs[o], reservedBatch_) * sizeof(float));
+  }
+  if (!device_->record(slot.done, error))
+    fail("train_step", error);
+  slot.batch = batch;
+  slot.step = step;
+  nextSlot_ = (nextSlot_ + 1) % kMaxQueuedSteps;
+  ++queued_;
+}
+
+void GpuModel::finishTrainStep(float *const *outputs) {
+  if (queued_ == 0)
+    fail("train_step", "no step queued");
+  QueuedStep &slot =
+      slots_[(nextSlot_ - queued_ + kMaxQueuedSteps) % kMaxQueuedSteps];
+  --queued_;
+  std::string error;
+  if (!device_->wait(slot.done, error))
+    fail("train_step", error);
+  char message[512] = "";
+  if (gpu_.status_error("train_step", slot.host + slotStatus_, message,
+                        sizeof message))
+    fail(fmt::format("train_step {}", slot.step), message);
+  const Manifest &m = library_.manifest();
+  size_t at = slotOutputs_;
+  for (size_t o = 0; o < m.outputs.size(); ++o) {
+    const size_t elements = outputElements(m.outputs[o], slot.batch);
+    std::memcpy(outputs[o], slot.host + at, elements * sizeof(float));
+    at += aligned(outputElements(m.outputs[o], reservedBatch_) * sizeof(float));
+  }
 }
 
 void GpuModel::evaluateTrainingBlocks() {

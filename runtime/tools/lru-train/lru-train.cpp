@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -503,10 +504,20 @@ public:
     std::vector<size_t> order;
     int64_t orderEpoch = -1;
     data::Batch batch;
-    OutputBuffers outputs(manifest_);
     const int64_t classes = manifest_.outputs[1].shape.back();
-    while (current_.step < s.totalSteps) {
-      const int64_t step = current_.step + 1;
+    // Steps started whose results have not been read. On a GPU the next
+    // step is queued before this one's results are read, so the device
+    // works on it while the host logs this one and gathers the next batch;
+    // not after a step that evaluates or saves, which must see the
+    // parameters that step left.
+    struct Started {
+      int64_t step, epoch;
+      double lr;
+      std::vector<int32_t> labels;
+      OutputBuffers outputs;
+    };
+    std::deque<Started> started;
+    auto start = [&](int64_t step) {
       const int64_t epoch = epochOf(step);
       if (epoch != orderEpoch) {
         order =
@@ -519,23 +530,45 @@ public:
       std::vector<const void *> inputs = bindInputs(manifest_, batch);
       const double lr = s.schedule.lr(step, s.totalSteps);
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
-
-      auto before = std::chrono::steady_clock::now();
+      Started &next = started.emplace_back(
+          Started{step, epoch, lr, batch.labels, OutputBuffers(manifest_)});
       if (gpu_)
-        gpu_->trainStep(s.batch, float(lr), step, inputs.data(), dropoutKey,
-                        outputs.resize(s.batch));
+        gpu_->queueTrainStep(s.batch, float(lr), step, inputs.data(),
+                             dropoutKey);
       else
         library_.trainStep(s.batch, current_.params.data(),
                            current_.adamM.data(), current_.adamV.data(),
                            current_.state.data(), float(lr), step,
-                           inputs.data(), dropoutKey, outputs.resize(s.batch));
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - before)
-                           .count();
-      const float loss = outputs.loss();
+                           inputs.data(), dropoutKey,
+                           next.outputs.resize(s.batch));
+    };
+    auto evaluatesOrStops = [&](int64_t step) {
+      return step % s.evalEvery == 0 || step == s.totalSteps ||
+             (stopAfter && step == *stopAfter);
+    };
+    auto stepClock = std::chrono::steady_clock::now();
+    while (current_.step < s.totalSteps) {
+      if (started.empty())
+        start(current_.step + 1);
+      const int64_t step = started.front().step;
+      if (gpu_ && started.size() == 1 && !evaluatesOrStops(step) &&
+          !gStopRequested)
+        start(step + 1);
+      Started done = std::move(started.front());
+      started.pop_front();
+      float *const *outputPointers = done.outputs.resize(s.batch);
+      if (gpu_)
+        gpu_->finishTrainStep(outputPointers);
+      const auto now = std::chrono::steady_clock::now();
+      const double seconds =
+          std::chrono::duration<double>(now - stepClock).count();
+      stepClock = now;
+      const int64_t epoch = done.epoch;
+      const double lr = done.lr;
+      const float loss = done.outputs.loss();
       const double accuracy =
-          double(countCorrect(outputs.predictions(), classes,
-                              batch.labels.data(), s.batch)) /
+          double(countCorrect(done.outputs.predictions(), classes,
+                              done.labels.data(), s.batch)) /
           double(s.batch);
       metrics.train(step, epoch, lr, loss, accuracy, elapsed());
       if (!std::isfinite(loss)) {
@@ -562,6 +595,7 @@ public:
       if (step % s.evalEvery == 0 || step == s.totalSteps) {
         evaluateAndSave();
         saved = true;
+        stepClock = std::chrono::steady_clock::now();
       }
       if (stopAfter && step == *stopAfter && step != s.totalSteps) {
         if (!saved)
@@ -574,7 +608,7 @@ public:
                      lastPath_.string().c_str());
         return 0;
       }
-      if (gStopRequested) {
+      if (gStopRequested && started.empty()) { // a queued step ends first
         if (!saved)
           save(lastPath_);
         progress.finish();

@@ -4,8 +4,11 @@
 // the CUDA driver and cuBLAS opened with dlopen (nothing links against
 // CUDA), the library's kernels compiled by NVRTC through the PTX cache and
 // loaded as one module, and the schedule's lruc_gpu_ops on them. Everything
-// runs on the context's default stream, in order; a call's launches are not
-// waited for until something is copied back to the host.
+// runs on one stream of the device's own, in order: launches, GEMMs and
+// copies to the device are queued, and nothing waits for the device but a
+// copy to pageable host memory, `synchronize` and `wait` on an event.
+// Copies to page-locked host memory (allocateHost) are queued too
+// (copyAsync), so a caller can keep the device busy while the host works.
 //
 // Not yet run on a GPU: the code paths that need one are written against
 // the driver API's documented behaviour and wait for a machine to test on.
@@ -50,6 +53,23 @@ public:
   /// Device memory; null with the reason in `error`.
   void *allocate(size_t bytes, std::string &error);
   void release(void *memory);
+  /// Page-locked host memory, what copyAsync's host end must be; null with
+  /// the reason in `error`.
+  void *allocateHost(size_t bytes, std::string &error);
+  void releaseHost(void *memory);
+  /// `bytes` from `src` to `dst` (LRUC_COPY_* `kind`), queued on the
+  /// stream without waiting for it. A host end must be page-locked memory
+  /// (allocateHost) that is left alone until an event recorded after the
+  /// copy has passed (`wait`).
+  bool copyAsync(void *dst, const void *src, size_t bytes, int kind,
+                 std::string &error);
+  /// Events on the stream: `record` marks what is queued so far, `wait`
+  /// returns once the device has done it (an event never recorded has
+  /// passed).
+  void *createEvent(std::string &error);
+  void destroyEvent(void *event);
+  bool record(void *event, std::string &error);
+  bool wait(void *event, std::string &error);
   /// Waits for everything queued; false with the driver's message.
   bool synchronize(std::string &error);
 
@@ -78,6 +98,7 @@ private:
   const Api *api_ = nullptr;
   int device_ = 0;
   void *context_ = nullptr; ///< CUcontext (the primary context)
+  void *stream_ = nullptr;  ///< CUstream: everything runs on it
   void *module_ = nullptr;  ///< CUmodule
   void *cublas_ = nullptr;  ///< cublasHandle_t
   std::vector<void *> kernels_; ///< CUfunction by schedule index

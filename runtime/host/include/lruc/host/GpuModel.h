@@ -9,6 +9,12 @@
 // mode keeps its carry on the device: a step uploads one step of the
 // inputs and brings back that step's predictions.
 //
+// A train step can be queued (queueTrainStep) and its results taken later
+// (finishTrainStep): the step's inputs go through page-locked host memory,
+// its status block, loss and predictions come back the same way, and
+// nothing waits for the device until they are taken, so the host can
+// prepare the next batch, and queue it, while the device works.
+//
 // Device memory is one allocation per model, made by `reserve` for the
 // largest batch: the training blocks (parameters, m, v, running
 // statistics), a copy of the parameters and statistics that evaluation
@@ -32,6 +38,7 @@
 struct lruc_gpu_model;
 namespace lruc::cuda {
 class Device;
+class DeferredStatusOps;
 }
 
 namespace lruc::host {
@@ -65,8 +72,9 @@ public:
   std::string deviceDescription() const;
 
   /// Device memory for batches of up to `batch` examples, in one
-  /// allocation (the pool); the blocks it held are lost. Throws HostError
-  /// when the device has too little memory.
+  /// allocation (the pool), and the page-locked host memory queued steps
+  /// go through; the blocks it held are lost, and so are queued steps.
+  /// Throws HostError when the device has too little memory.
   void reserve(int64_t batch);
   int64_t reservedBatch() const { return reservedBatch_; }
   size_t poolBytes() const { return poolBytes_; }
@@ -81,6 +89,16 @@ public:
   void trainStep(int64_t batch, float lr, int64_t step,
                  const void *const *inputs, const int64_t dropoutKey[2],
                  float *const *outputs);
+  /// The same in two halves: `queueTrainStep` copies `inputs` and queues
+  /// the step without waiting for the device (at most kMaxQueuedSteps
+  /// queued); `finishTrainStep` waits for the oldest queued step and
+  /// writes its outputs, or throws HostError with what its kernels
+  /// reported (a label out of range, ...).
+  static constexpr int kMaxQueuedSteps = 2;
+  void queueTrainStep(int64_t batch, float lr, int64_t step,
+                      const void *const *inputs, const int64_t dropoutKey[2]);
+  void finishTrainStep(float *const *outputs);
+  int queuedSteps() const { return queued_; }
 
   /// What `forward` evaluates: the training blocks as they are now, or
   /// another checkpoint's parameters and statistics.
@@ -101,6 +119,7 @@ public:
 private:
   GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
            std::unique_ptr<cuda::Device> device);
+  void releaseMemory();
   [[noreturn]] void fail(const std::string &what,
                          const std::string &message) const;
   void copy(void *dst, const void *src, size_t bytes, int kind,
@@ -128,6 +147,20 @@ private:
   std::vector<float *> stepOutputs_;
   std::vector<void *> stepInputs_;
   int64_t carryBatch_ = 0; ///< the batch the carry was reset for; 0: none
+
+  // Queued train steps: each in a slot of page-locked host memory (its
+  // inputs on the way in; its status block, loss and predictions on the
+  // way out) with an event after its last copy. Slots are used in turn.
+  struct QueuedStep {
+    char *host = nullptr; ///< page-locked: inputs, outputs, status block
+    void *done = nullptr; ///< event recorded after the step's copies out
+    int64_t batch = 0;
+    int64_t step = 0;
+  };
+  QueuedStep slots_[kMaxQueuedSteps];
+  int nextSlot_ = 0, queued_ = 0;
+  size_t slotOutputs_ = 0, slotStatus_ = 0; ///< offsets in a slot's host
+  std::unique_ptr<cuda::DeferredStatusOps> deferred_; ///< on device_'s ops
 };
 
 } // namespace lruc::host
