@@ -65,6 +65,14 @@ inline double roundTrip(int rounds) {
   return time / double(trips);
 }
 
+/// The elements of a tensor at `batch` (its -1 dims are the batch).
+inline size_t elementsOf(const lruc_tensor_info &info, int64_t batch) {
+  size_t n = 1;
+  for (int32_t d = 0; d < info.rank; ++d)
+    n *= size_t(info.shape[d] < 0 ? batch : info.shape[d]);
+  return n;
+}
+
 /// Random buffers in range for `infos`: tokens and labels 1 (every
 /// vocabulary and class count is at least 2), lengths `steps`, features in
 /// [0, 1); the batch dim is `batch`.

@@ -22,6 +22,7 @@
 #include "../common/BenchSupport.h"
 #include "lruc/cuda/DeferredStatus.h"
 #include "lruc/cuda/Device.h"
+#include "lruc/host/GpuModel.h"
 #include "lruc_gpu.h"
 #include "lruc_model.h"
 
@@ -37,6 +38,7 @@
 
 namespace {
 
+using lruc::bench::elementsOf;
 using lruc::bench::RandomInputs;
 using lruc::bench::seconds;
 
@@ -126,13 +128,9 @@ int main(int argc, char **argv) try {
   for (size_t i = 0; i < random.pointers.size(); ++i)
     dInputs.push_back(arrays.get(random.bytes[i], random.pointers[i]));
   std::vector<float *> dOutputs;
-  for (int r = 0; r < m->num_outputs; ++r) {
-    size_t n = 1;
-    for (int d = 0; d < m->outputs[r].rank; ++d)
-      n *= m->outputs[r].shape[d] < 0 ? size_t(batch)
-                                      : size_t(m->outputs[r].shape[d]);
-    dOutputs.push_back(static_cast<float *>(arrays.get(n * 4)));
-  }
+  for (int r = 0; r < m->num_outputs; ++r)
+    dOutputs.push_back(static_cast<float *>(
+        arrays.get(elementsOf(m->outputs[r], batch) * sizeof(float))));
   void *workspace = arrays.get(g->workspace_bytes(batch));
   const size_t used = arrays.total; // what a train step needs
 
@@ -190,53 +188,48 @@ int main(int argc, char **argv) try {
   sync();
   const double backwardTime = (seconds() - start) / iters;
 
-  // Step mode: a token of each sequence per call, uploaded, stepped and
-  // read back, as GpuModel::step does (lru-eval --stream).
+  // Step mode as lru-eval --stream runs it (GpuModel): a token of each
+  // sequence per call, uploaded, stepped and read back; as one CUDA graph,
+  // and with each kernel launched on its own.
   struct StepTime {
     int64_t batch;
+    bool graph;
     double seconds;
   };
   std::vector<StepTime> stepTimes;
   if (g->step && m->step) {
+    lruc::host::ModelLibrary library = lruc::host::ModelLibrary::open(argv[1]);
+    std::unique_ptr<lruc::host::GpuModel> model =
+        lruc::host::GpuModel::open(library, 0, error);
+    if (!model)
+      return fail(error);
+    model->loadKernels();
+    lruc::host::Checkpoint blocks =
+        lruc::host::Checkpoint::zeros(library.manifest());
+    blocks.params = params;
+    blocks.state.assign(state.begin(), state.begin() + m->state_floats);
     for (int64_t b : {int64_t(1), batch}) {
       if (!stepTimes.empty() && b == stepTimes.back().batch)
         continue;
+      model->reserve(b);
+      model->evaluateCheckpoint(blocks);
       RandomInputs in(m->step_inputs, m->num_step_inputs, b, 1);
-      std::vector<void *> dIn;
-      for (size_t i = 0; i < in.pointers.size(); ++i)
-        dIn.push_back(arrays.get(in.bytes[i]));
       std::vector<std::vector<float>> out;
-      std::vector<float *> dOut;
+      std::vector<float *> outPointers;
       for (int r = 0; r < m->num_step_outputs; ++r) {
-        size_t n = size_t(b);
-        for (int d = 1; d < m->step_outputs[r].rank; ++d)
-          n *= size_t(m->step_outputs[r].shape[d]);
-        out.emplace_back(n);
-        dOut.push_back(static_cast<float *>(arrays.get(n * 4)));
+        out.emplace_back(elementsOf(m->step_outputs[r], b));
+        outPointers.push_back(out.back().data());
       }
-      auto *carry =
-          static_cast<float *>(arrays.get(size_t(b) * m->carry_floats * 4));
-      if (g->step_reset(ops, b, carry, message, sizeof message))
-        return fail(message);
-      auto token = [&] {
-        for (size_t i = 0; i < dIn.size(); ++i)
-          if (ops->copy(ops->context, dIn[i],
-                        in.pointers[i], in.bytes[i], LRUC_COPY_HOST_TO_DEVICE))
-            throw std::runtime_error("copy to the device failed");
-        if (g->step(ops, workspace, b, dParams, dState, carry, dIn.data(),
-                    dOut.data(), message, sizeof message))
-          throw std::runtime_error(message);
-        for (size_t r = 0; r < out.size(); ++r)
-          if (ops->copy(ops->context, out[r].data(), dOut[r],
-                        out[r].size() * 4, LRUC_COPY_DEVICE_TO_HOST))
-            throw std::runtime_error("copy to the host failed");
-      };
-      token(); // warm up
-      const int tokens = std::max(iters, 100);
-      start = seconds();
-      for (int i = 0; i < tokens; ++i)
-        token();
-      stepTimes.push_back({b, (seconds() - start) / tokens});
+      for (bool graph : {true, false}) {
+        model->useStepGraphs(graph);
+        model->stepReset(b);
+        model->step(b, in.pointers.data(), outPointers.data()); // warm up
+        const int tokens = std::max(iters, 100);
+        start = seconds();
+        for (int i = 0; i < tokens; ++i)
+          model->step(b, in.pointers.data(), outPointers.data());
+        stepTimes.push_back({b, graph, (seconds() - start) / tokens});
+      }
     }
   }
 
@@ -257,9 +250,11 @@ int main(int argc, char **argv) try {
   std::printf("forward+backward %4.2f ms  (train mode, no optimizer)\n",
               backwardTime * 1e3);
   for (const StepTime &t : stepTimes)
-    std::printf("step mode   %9.1f us per token  (batch %lld: %.0f tokens/s)\n",
+    std::printf("step mode   %9.1f us per token  (batch %lld: %.0f tokens/s; "
+                "%s)\n",
                 t.seconds * 1e6, (long long)t.batch,
-                double(t.batch) / t.seconds);
+                double(t.batch) / t.seconds,
+                t.graph ? "a CUDA graph" : "kernels launched one by one");
   if (!g->step || !m->step)
     std::printf("step mode   none (%s)\n",
                 m->step_unavailable ? m->step_unavailable : "no GPU half");

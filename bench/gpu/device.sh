@@ -10,9 +10,14 @@
 #                                       device-to-device copy in the same run,
 #                                       one block's forward+backward (the
 #                                       model against its depth-1 copy),
-#                                       step mode per token, device memory
+#                                       step mode per token (a CUDA graph,
+#                                       and kernel by kernel), device memory
 #                                       (lruc-bench-gpu)
-#   device.sh all [ITERS]               both, every model
+#   device.sh train [STEPS]             lru-train on the GPU and on the CPU
+#                                       (ListOps shrunk, generated data):
+#                                       the same losses and parameters within
+#                                       1e-3; lru-eval --stream on both
+#   device.sh all [ITERS]               all three, every model
 # Logs go to $OUT (the device tool's folder that comes back) or ./gpu-out;
 # NVRTC's PTX is cached in $LRUC_CACHE_DIR (default: beside the kit), so a
 # second call on the same machine skips the compiles. Exit 1 when a check
@@ -42,6 +47,35 @@ if [ "$what" = check ] || [ "$what" = all ]; then
     "${libraries[@]}" 2>&1 | tee "$out/check.log" || status=1
 fi
 
+if [ "$what" = train ] || [ "$what" = all ]; then
+  steps=40
+  [ "$what" = train ] && steps="${1:-40}"
+  library="$kit/train/listops.so" data="$out/listops-data"
+  "$kit/bin/lru-data" listops --out "$data" --train 1024 --val 128 \
+    --test 128 || status=1
+  for device in gpu cpu; do
+    "$kit/bin/lru-train" "$library" --device "$device" --data "$data" \
+      --steps "$steps" --eval-every $(( (steps + 1) / 2 )) --max-eval 128 \
+      --batch 16 --out "$out/train-$device" 2>&1 | tee "$out/train-$device.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    "$kit/bin/lru-eval" "$library" "$out/train-gpu/last.safetensors" \
+      --data "$data" --device "$device" --stream 0 --stream-every 250 \
+      > "$out/stream-$device.log" 2>&1 || status=1
+  done
+  python3 "$kit/train/close_metrics.py" "$out/train-cpu/metrics.jsonl" \
+    "$out/train-gpu/metrics.jsonl" 1e-3 || status=1
+  python3 "$kit/train/same_tensors.py" "$out/train-cpu/last.safetensors" \
+    "$out/train-gpu/last.safetensors" --atol 1e-3 || status=1
+  # The streamed classes at every printed step, GPU against CPU.
+  if diff <(grep -v "steps in\|compiling" "$out/stream-cpu.log") \
+      <(grep -v "steps in\|compiling" "$out/stream-gpu.log"); then
+    grep "steps in" "$out/stream-gpu.log" "$out/stream-cpu.log"
+  else
+    echo "device.sh: lru-eval --stream differs between the GPU and the CPU"
+    status=1
+  fi
+fi
+
 if [ "$what" = bench ] || [ "$what" = all ]; then
   iters="${1:-20}"
   shift $(( $# > 0 ? 1 : 0 ))
@@ -52,9 +86,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   names=("$@")
   [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
   summary="$out/bench-summary.txt"
-  printf '%-11s %6s %10s %8s %7s %10s %10s %12s %10s %9s\n' model batch \
+  printf '%-11s %6s %10s %8s %7s %10s %10s %12s %8s %9s %9s\n' model batch \
     "steps/s" paper ratio "scan fwd" "scan bwd" "block f+b ms" "of step" \
-    "token us" > "$summary"
+    "token us" "no graph" > "$summary"
   for name in "${names[@]}"; do
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
@@ -67,7 +101,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     steps="$(awk '/^train_step/ { print $4 }' "$log")"
     scans=($(awk '/scan kernels:/ { print $NF == "bandwidth" ? $(NF-3) : "-" }' \
       "$log"))
-    token="$(awk '/^step mode .* \(batch 1:/ { print $3 }' "$log")"
+    token="$(awk '/^step mode .* \(batch 1: .*graph\)/ { print $3 }' "$log")"
+    launched="$(awk '/^step mode .* \(batch 1: .*one by one\)/ { print $3 }' "$log")"
     # One block: (forward+backward at full depth - at depth 1) / (depth - 1).
     block=- share=-
     if [ -f "$kit/models/$name.depth1.so" ]; then
@@ -85,11 +120,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
         status=1
       fi
     fi
-    printf '%-11s %6s %10s %8s %6.2fx %10s %10s %12s %10s %9s\n' "$name" \
+    printf '%-11s %6s %10s %8s %6.2fx %10s %10s %12s %8s %9s %9s\n' "$name" \
       "$batch" "$steps" "${paper[$name]:-?}" "$(awk -v s="$steps" \
       -v p="${paper[$name]:-0}" 'BEGIN { print p > 0 ? s / p : 0 }')" \
       "${scans[0]:--}" "${scans[1]:--}" "$block" "$share" "${token:--}" \
-      >> "$summary"
+      "${launched:--}" >> "$summary"
   done
   echo
   cat "$summary"

@@ -48,6 +48,15 @@ for name in "${names[@]}"; do
 done
 for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 
+# device.sh train: Table 9's ListOps shrunk (with dropout) for a short run
+# on generated data, on the GPU and on the CPU, compared by the trainer
+# tests' scripts.
+mkdir -p "$stage/train"
+"$bin/lruc" "$root/models/listops.lru" --portable -D DEPTH=2 -D H=32 -D N=32 \
+  -D DROPOUT=0.1 -o "$stage/train/listops.so"
+cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
+  "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
+
 for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-data; do
   cp "$bin/$tool" "$stage/bin/"
 done
@@ -55,7 +64,7 @@ cp "$root/bench/gpu/device.sh" "$stage/"
 
 # Shared libraries beyond the C and C++ runtimes (which the machine's own
 # newer ones replace): OpenBLAS, gfortran, fmt, libpng, ...
-for elf in "$stage"/bin/* "$stage"/models/*.so; do
+for elf in "$stage"/bin/* "$stage"/models/*.so "$stage"/train/*.so; do
   ldd "$elf" | awk '$3 ~ /^\// { print $3 }'
 done | sort -u | while read -r library; do
   case "$(basename "$library")" in

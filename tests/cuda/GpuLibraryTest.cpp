@@ -6,7 +6,9 @@
 // schedule through lruc::cuda::Device (the CUDA driver, NVRTC, cuBLAS)
 // against its own CPU entry points on one batch, the checks of
 // GpuScheduleCheck.h: forward, forward_train, backward, one train_step,
-// three steps of step mode, a bad token's report. Needs neither lruc nor
+// three steps of step mode, a bad token's report; and step mode as
+// lru-eval --stream runs it (lruc::host::GpuModel), one CUDA graph a token
+// and kernel by kernel, against the CPU library. Needs neither lruc nor
 // MLIR, so that a GPU machine that cannot build lruc runs it on libraries
 // built elsewhere (bench/gpu/kit.sh). Without a GPU, ctest runs it on the
 // simulated CUDA driver (cuda-gpu-library-simulated); a library's
@@ -22,6 +24,8 @@
 #include "GpuScheduleCheck.h"
 
 #include "lruc/cuda/Device.h"
+#include "lruc/host/GpuModel.h"
+#include "lruc/host/ModelLibrary.h"
 
 #include <gtest/gtest.h>
 
@@ -41,9 +45,12 @@ using lruc::testing::Buffers;
 using lruc::testing::GpuArrays;
 using lruc::testing::elementsOf;
 
-/// A batch for `m`'s inputs (see the file comment).
-Buffers makeInputs(const lruc_model &m, int64_t batch) {
-  std::mt19937 rng(11);
+/// Random values for tensors `infos` of `m` at `batch` (see the file
+/// comment): tokens in the vocabulary (the rows of encoder.weight), labels
+/// among the classes, lengths from the full sequence down, other inputs
+/// in [-1, 1).
+Buffers randomBuffers(const lruc_model &m, const lruc_tensor_info *infos,
+                      int32_t count, int64_t batch, std::mt19937 &rng) {
   int64_t steps = 1, vocab = 2, classes = 2;
   for (int32_t i = 0; i < m.num_inputs; ++i)
     if (m.inputs[i].rank >= 2) {
@@ -57,10 +64,10 @@ Buffers makeInputs(const lruc_model &m, int64_t batch) {
   if (m.num_outputs > 1 && m.outputs[1].rank >= 1)
     classes = m.outputs[1].shape[m.outputs[1].rank - 1];
   Buffers b;
-  b.floats.reserve(size_t(m.num_inputs));
-  b.int32s.reserve(size_t(m.num_inputs));
-  for (int32_t i = 0; i < m.num_inputs; ++i) {
-    const lruc_tensor_info &info = m.inputs[i];
+  b.floats.reserve(size_t(count));
+  b.int32s.reserve(size_t(count));
+  for (int32_t i = 0; i < count; ++i) {
+    const lruc_tensor_info &info = infos[i];
     const size_t n = elementsOf(info, batch);
     const std::string name = info.name;
     if (info.dtype == LRUC_F32) {
@@ -85,6 +92,12 @@ Buffers makeInputs(const lruc_model &m, int64_t batch) {
     b.bytes.push_back(n * 4);
   }
   return b;
+}
+
+/// A batch for `m`'s inputs.
+Buffers makeInputs(const lruc_model &m, int64_t batch) {
+  std::mt19937 rng(11);
+  return randomBuffers(m, m.inputs, m.num_inputs, batch, rng);
 }
 
 class GpuLibrary : public ::testing::Test {
@@ -141,6 +154,75 @@ private:
   int64_t batch_;
 };
 
+/// Step mode through lruc::host::GpuModel, as lru-eval --stream runs it:
+/// two sequences of four tokens from a reset carry, each token one CUDA
+/// graph, then the same kernel by kernel, against the CPU library's step.
+class GpuModelStep : public ::testing::Test {
+public:
+  GpuModelStep(std::string path, int64_t batch)
+      : path_(std::move(path)), batch_(batch) {}
+  void TestBody() override {
+    using namespace lruc::host;
+    std::string error;
+    if (!lruc::cuda::Device::open(0, error))
+      GTEST_SKIP() << "no GPU here: " << error;
+    ModelLibrary library = ModelLibrary::open(path_);
+    const Manifest &manifest = library.manifest();
+    if (!manifest.step)
+      GTEST_SKIP() << "no step mode: " << manifest.stepUnavailable;
+    std::filesystem::path kernels(path_);
+    kernels.replace_extension(".kernels.so");
+    if (std::filesystem::exists(kernels))
+      setenv("LRUC_SIMULATED_KERNELS", kernels.c_str(), 1);
+    std::unique_ptr<GpuModel> gpu = GpuModel::open(library, 0, error);
+    ASSERT_NE(gpu, nullptr) << error;
+    gpu->loadKernels();
+    Checkpoint blocks = Checkpoint::zeros(manifest);
+    library.init(7, blocks.params.data(), blocks.state.data());
+    gpu->reserve(batch_);
+    gpu->evaluateCheckpoint(blocks);
+
+    // Eight tokens of `batch_` sequences: the step inputs, random in range.
+    const lruc_model &m = library.raw();
+    std::mt19937 rng(5);
+    std::vector<Buffers> tokens;
+    for (int t = 0; t < 8; ++t)
+      tokens.push_back(
+          randomBuffers(m, m.step_inputs, m.num_step_inputs, batch_, rng));
+    // The CPU's predictions after each token; a fresh carry at token 4.
+    const size_t outputs = elementsOf(m.step_outputs[0], batch_);
+    std::vector<std::vector<float>> expected;
+    std::vector<float> carry(size_t(batch_) * manifest.step->carryFloats);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      if (t % 4 == 0)
+        library.stepReset(batch_, carry.data());
+      expected.emplace_back(outputs);
+      float *out = expected.back().data();
+      library.step(batch_, blocks.params.data(), blocks.state.data(),
+                   carry.data(), tokens[t].pointers.data(), &out);
+    }
+    const std::string name = std::filesystem::path(path_).stem().string();
+    for (bool graph : {true, false}) {
+      gpu->useStepGraphs(graph);
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        if (t % 4 == 0)
+          gpu->stepReset(batch_);
+        std::vector<float> got(outputs);
+        float *out = got.data();
+        gpu->step(batch_, tokens[t].pointers.data(), &out);
+        lruc::testing::expectSame(
+            got.data(), expected[t].data(), outputs, 1e-4,
+            name + (graph ? " graph" : " launches") + " token " +
+                std::to_string(t));
+      }
+    }
+  }
+
+private:
+  std::string path_;
+  int64_t batch_;
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -164,6 +246,9 @@ int main(int argc, char **argv) {
     ::testing::RegisterTest(
         "GpuLibrary", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
         [=]() -> ::testing::Test * { return new GpuLibrary(library, batch); });
+    ::testing::RegisterTest(
+        "GpuModelStep", name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+        [=]() -> ::testing::Test * { return new GpuModelStep(library, batch); });
   }
   return RUN_ALL_TESTS();
 }

@@ -25,7 +25,11 @@
 // from pageable host memory is staged at once, one from page-locked memory
 // (cuMemHostAlloc) reads it when it runs, and one to page-locked memory
 // writes it then. So a host that reads results before waiting for them, or
-// reuses a page-locked buffer too early, sees stale data. A kernel whose
+// reuses a page-locked buffer too early, sees stale data. Stream capture
+// records a stream's work into a graph instead (cuGraphLaunch queues it
+// again); while capturing, a wait, an allocation or a copy with pageable
+// host memory fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and spoils
+// the capture. A kernel whose
 // block cannot finish poisons the context as a failed launch does on a
 // device: the call that runs it and every later one returns
 // CUDA_ERROR_LAUNCH_FAILED, and queued work is dropped. cublasSgemm_v2 is
@@ -68,6 +72,9 @@ enum : int {
   kInvalidHandle = 400,
   kNotFound = 500,
   kLaunchFailed = 719,
+  kCaptureUnsupported = 900,
+  kCaptureInvalidated = 901,
+  kCaptureUnmatched = 902,
 };
 constexpr int kAttributeMaxThreadsPerBlock = 1;
 constexpr int kAttributeMaxSharedMemoryPerBlock = 8;
@@ -121,6 +128,20 @@ struct Driver {
     const Event *records = nullptr; ///< an event record
   };
   std::deque<Pending> queue;
+  /// Stream capture (cuStreamBeginCapture): what the stream is given goes
+  /// into `captured` instead of the queue; `captureInvalid` once something
+  /// that cannot be captured was asked for.
+  Stream *capturing = nullptr;
+  std::vector<Pending> captured;
+  bool captureInvalid = false;
+};
+/// A captured graph, and one instantiated: the work, to queue again and
+/// again (each item may run many times).
+struct Graph {
+  std::vector<Driver::Pending> work;
+};
+struct GraphExec {
+  std::vector<Driver::Pending> work;
 };
 Driver &driver() {
   static Driver d;
@@ -188,11 +209,30 @@ int drain(const Event *until = nullptr) {
   return d.stickyError;
 }
 
-/// Queues `run` (see Driver::queue); the context's error.
-int enqueue(std::function<bool()> run, const Event *records = nullptr) {
+/// Queues `run` on `stream` (see Driver::queue), or records it into the
+/// capture under way there; the context's error.
+int enqueue(void *stream, std::function<bool()> run,
+            const Event *records = nullptr) {
   Driver &d = driver();
+  if (stream && stream == d.capturing) {
+    d.captured.push_back({std::move(run), records});
+    return kSuccess;
+  }
   d.queue.push_back({std::move(run), records});
   return d.stickyError;
+}
+
+/// What cannot happen while a stream is captured (a wait for the device,
+/// an allocation: cuStreamBeginCapture's global mode) fails with
+/// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and spoils the capture; 0 when
+/// nothing is captured.
+int captureForbids(const char *what) {
+  Driver &d = driver();
+  if (!d.capturing)
+    return kSuccess;
+  report(std::string(what) + " while a stream is captured");
+  d.captureInvalid = true;
+  return kCaptureUnsupported;
 }
 
 /// The size of a PTX parameter type (`.u64`, `.f32`, ...; 0 if unknown).
@@ -377,6 +417,8 @@ LRUC_EXPORT int cuCtxSetCurrent(void *context) {
 LRUC_EXPORT int cuCtxSynchronize() {
   if (int error = contextError())
     return error;
+  if (int error = captureForbids("cuCtxSynchronize"))
+    return error;
   return drain();
 }
 
@@ -401,7 +443,7 @@ LRUC_EXPORT int cuStreamDestroy_v2(void *stream) {
   if (int error = contextError(); error && error != d.stickyError)
     return error;
   auto it = d.streams.find(static_cast<Stream *>(stream));
-  if (it == d.streams.end())
+  if (it == d.streams.end() || *it == d.capturing)
     return kInvalidHandle;
   // Its work still completes (the documentation); here, now.
   drain();
@@ -415,7 +457,78 @@ LRUC_EXPORT int cuStreamSynchronize(void *stream) {
     return error;
   if (!knownStream(stream))
     return kInvalidHandle;
+  if (int error = captureForbids("cuStreamSynchronize"))
+    return error;
   return drain();
+}
+
+//===-- Stream capture and graphs -----------------------------------------===//
+
+LRUC_EXPORT int cuStreamBeginCapture_v2(void *stream, int mode) {
+  if (int error = contextError())
+    return error;
+  Driver &d = driver();
+  if (!stream || !knownStream(stream) || mode < 0 || mode > 2)
+    return kInvalidValue; // the legacy stream cannot be captured
+  if (d.capturing)
+    return kCaptureUnsupported; // one capture at a time, here
+  d.capturing = static_cast<Stream *>(stream);
+  d.captured.clear();
+  d.captureInvalid = false;
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuStreamEndCapture(void *stream, void **graph) {
+  Driver &d = driver();
+  if (!graph)
+    return kInvalidValue;
+  *graph = nullptr;
+  if (!d.capturing || stream != d.capturing)
+    return kCaptureUnmatched;
+  d.capturing = nullptr;
+  if (d.captureInvalid) {
+    d.captured.clear();
+    return kCaptureInvalidated;
+  }
+  *graph = new Graph{std::move(d.captured)};
+  d.captured.clear();
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                            unsigned long long flags) {
+  if (int error = contextError())
+    return error;
+  if (!exec || !graph || flags != 0)
+    return kInvalidValue;
+  *exec = new GraphExec{static_cast<Graph *>(graph)->work};
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuGraphLaunch(void *exec, void *stream) {
+  if (int error = contextError())
+    return error;
+  if (!exec || !knownStream(stream))
+    return kInvalidValue;
+  if (stream && stream == driver().capturing)
+    return captureForbids("cuGraphLaunch into a capture (not simulated)");
+  for (const Driver::Pending &item : static_cast<GraphExec *>(exec)->work)
+    enqueue(stream, item.run, item.records);
+  return driver().stickyError;
+}
+
+LRUC_EXPORT int cuGraphExecDestroy(void *exec) {
+  if (!exec)
+    return kInvalidValue;
+  delete static_cast<GraphExec *>(exec); // queued launches hold copies
+  return kSuccess;
+}
+
+LRUC_EXPORT int cuGraphDestroy(void *graph) {
+  if (!graph)
+    return kInvalidValue;
+  delete static_cast<Graph *>(graph);
+  return kSuccess;
 }
 
 LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
@@ -538,8 +651,8 @@ LRUC_EXPORT int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     copies.emplace_back(from, from + sizes[k]);
   }
   Function launched = **it;
-  return enqueue([launched, copies = std::move(copies), gridX,
-                  blockX]() mutable {
+  return enqueue(stream, [launched, copies = std::move(copies), gridX,
+                          blockX]() mutable {
     std::vector<void *> pointers;
     for (std::vector<char> &copy : copies)
       pointers.push_back(copy.data());
@@ -555,6 +668,8 @@ LRUC_EXPORT int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
 
 LRUC_EXPORT int cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
   if (int error = contextError())
+    return error;
+  if (int error = captureForbids("cuMemAlloc"))
     return error;
   if (!pointer || bytes == 0)
     return kInvalidValue;
@@ -581,6 +696,8 @@ LRUC_EXPORT int cuMemFree_v2(unsigned long long pointer) {
   Driver &d = driver();
   if (int error = contextError(); error && error != d.stickyError)
     return error;
+  if (int error = captureForbids("cuMemFree"))
+    return error;
   drain(); // queued work may still use it: the driver waits for it
   auto it = d.allocations.find(uintptr_t(pointer));
   if (it == d.allocations.end())
@@ -593,6 +710,8 @@ LRUC_EXPORT int cuMemFree_v2(unsigned long long pointer) {
 LRUC_EXPORT int cuMemHostAlloc(void **pointer, size_t bytes,
                                unsigned flags) {
   if (int error = contextError())
+    return error;
+  if (int error = captureForbids("cuMemHostAlloc"))
     return error;
   if (!pointer || bytes == 0 || flags > 7)
     return kInvalidValue;
@@ -608,6 +727,8 @@ LRUC_EXPORT int cuMemHostAlloc(void **pointer, size_t bytes,
 LRUC_EXPORT int cuMemFreeHost(void *pointer) {
   Driver &d = driver();
   if (int error = contextError(); error && error != d.stickyError)
+    return error;
+  if (int error = captureForbids("cuMemFreeHost"))
     return error;
   drain(); // the driver waits for the work that may still use it
   auto it = d.hostAllocations.find(reinterpret_cast<uintptr_t>(pointer));
@@ -633,6 +754,8 @@ LRUC_EXPORT int cuMemcpy(unsigned long long dst, unsigned long long src,
     return error;
   if (!validCopy(dst, src, bytes))
     return kInvalidValue;
+  if (int error = captureForbids("cuMemcpy"))
+    return error;
   if (int error = drain()) // the legacy stream waits for everything
     return error;
   if (bytes > 0)
@@ -654,10 +777,16 @@ int queueCopy(uintptr_t dst, uintptr_t src, size_t bytes, void *stream,
     return kSuccess;
   auto *to = reinterpret_cast<char *>(dst);
   const auto *from = reinterpret_cast<const char *>(src);
+  const bool pageable = (!srcOnDevice && !insidePageLocked(src, bytes)) ||
+                        (!dstOnDevice && !insidePageLocked(dst, bytes));
+  // The documentation is silent on pageable memory in a captured copy;
+  // here it is refused (Device stages what it captures).
+  if (pageable && stream && stream == driver().capturing)
+    return captureForbids("a copy with pageable host memory");
   if (!srcOnDevice && !insidePageLocked(src, bytes)) {
     // Pageable source: staged now, so the caller may reuse it.
     std::vector<char> staged(from, from + bytes);
-    return enqueue([to, staged = std::move(staged)] {
+    return enqueue(stream, [to, staged = std::move(staged)] {
       std::memcpy(to, staged.data(), staged.size());
       return true;
     });
@@ -670,7 +799,7 @@ int queueCopy(uintptr_t dst, uintptr_t src, size_t bytes, void *stream,
     std::memmove(to, from, bytes);
     return kSuccess;
   }
-  return enqueue([to, from, bytes] {
+  return enqueue(stream, [to, from, bytes] {
     std::memmove(to, from, bytes);
     return true;
   });
@@ -713,6 +842,7 @@ LRUC_EXPORT int cuEventRecord(void *event, void *stream) {
     return kInvalidHandle;
   Event *e = *it;
   return enqueue(
+      stream,
       [e] {
         e->recorded = true;
         e->when = std::chrono::steady_clock::now();
@@ -839,7 +969,7 @@ LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
   // alpha and beta are read now (host pointer mode), the operands when the
   // GEMM runs, in order on the handle's stream.
   const double scaleAB = *alpha, scaleC = *beta;
-  enqueue([=] {
+  enqueue(static_cast<BlasHandle *>(handle)->stream, [=] {
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         double sum = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU kit (bench/gpu/kit.sh) packed with one model, unpacked elsewhere
 # and run by its device.sh on the simulated CUDA driver: the archive holds
-# what device.sh needs, and its check passes (ctest's gpu-kit-simulated).
+# what device.sh needs, its check passes, and so does its train
+# (ctest's gpu-kit-simulated).
 #   gpu-kit-simulated.sh BIN_DIR SIMULATED_CUDA_LIBRARY WORK_DIR
 set -euo pipefail
 bin="$1" simulated="$2" work="$3"
@@ -12,10 +13,22 @@ LRUC_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lru-train \
-    lib/libopenblas.so.0 models/tiny.so device.sh; do
+    lib/libopenblas.so.0 models/tiny.so train/listops.so device.sh; do
   [ -e "$kit/$file" ] || { echo "the kit lacks $file" >&2; exit 1; }
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   "$kit/device.sh" check tiny
-grep -q '\[  PASSED  \] 1 test' "$work/out/check.log"
+grep -q '\[  PASSED  \] 2 tests' "$work/out/check.log"
+# Step mode ran as a CUDA graph (no fallback to launching kernel by kernel).
+if grep -q "one by one" "$work/out/check.log"; then
+  echo "step mode fell back from its CUDA graph" >&2
+  exit 1
+fi
+# device.sh train, 4 steps: lru-train and lru-eval --stream on the GPU and
+# on the CPU agree.
+"$bin/lruc-simulated-kernels" "$kit/train/listops.so" \
+  -o "$kit/train/listops.kernels.so"
+LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
+  LRUC_SIMULATED_KERNELS="$kit/train/listops.kernels.so" \
+  "$kit/device.sh" train 4

@@ -6,6 +6,7 @@
 #include "lruc/cuda/PtxCache.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 namespace lruc::cuda {
@@ -22,6 +23,8 @@ constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
 constexpr unsigned kCuStreamNonBlocking = 1;
+constexpr int kCuStreamCaptureModeThreadLocal = 1;
+constexpr CUresult kCuErrorStreamCaptureUnsupported = 900;
 
 struct Device::Api {
   CUresult (*init)(unsigned);
@@ -49,6 +52,12 @@ struct Device::Api {
   CUresult (*streamCreate)(void **, unsigned);
   CUresult (*streamDestroy)(void *);
   CUresult (*streamSynchronize)(void *);
+  CUresult (*streamBeginCapture)(void *, int);
+  CUresult (*streamEndCapture)(void *, void **);
+  CUresult (*graphInstantiate)(void **, void *, unsigned long long);
+  CUresult (*graphLaunch)(void *, void *);
+  CUresult (*graphDestroy)(void *);
+  CUresult (*graphExecDestroy)(void *);
   CUresult (*eventCreate)(void **, unsigned);
   CUresult (*eventRecord)(void *, void *);
   CUresult (*eventSynchronize)(void *);
@@ -109,6 +118,12 @@ const Device::Api *openApi(std::string &failure) {
     bind(table->streamCreate, "cuStreamCreate");
     bind(table->streamDestroy, "cuStreamDestroy_v2");
     bind(table->streamSynchronize, "cuStreamSynchronize");
+    bind(table->streamBeginCapture, "cuStreamBeginCapture_v2");
+    bind(table->streamEndCapture, "cuStreamEndCapture");
+    bind(table->graphInstantiate, "cuGraphInstantiateWithFlags");
+    bind(table->graphLaunch, "cuGraphLaunch");
+    bind(table->graphDestroy, "cuGraphDestroy");
+    bind(table->graphExecDestroy, "cuGraphExecDestroy");
     bind(table->eventCreate, "cuEventCreate");
     bind(table->eventRecord, "cuEventRecord");
     bind(table->eventSynchronize, "cuEventSynchronize");
@@ -343,6 +358,72 @@ bool Device::wait(void *event, std::string &error) {
   return true;
 }
 
+struct Graph {
+  void *exec = nullptr;         ///< CUgraphExec
+  char *staging = nullptr;      ///< page-locked: the captured copies' sources
+  size_t stagingBytes = 0, stagingUsed = 0;
+};
+
+bool Device::beginCapture(size_t stagingBytes, std::string &error) {
+  if (capturing_) {
+    error = "a capture is under way already";
+    return false;
+  }
+  auto graph = std::make_unique<Graph>();
+  graph->stagingBytes = stagingBytes;
+  if (stagingBytes &&
+      !(graph->staging = static_cast<char *>(allocateHost(stagingBytes, error))))
+    return false;
+  // Thread-local mode: only this thread's unsafe calls (allocations, waits)
+  // would spoil it.
+  if (CUresult r = api_->streamBeginCapture(stream_,
+                                            kCuStreamCaptureModeThreadLocal)) {
+    releaseHost(graph->staging);
+    error = driverError(*api_, r, "cuStreamBeginCapture");
+    return false;
+  }
+  capturing_ = graph.release();
+  return true;
+}
+
+Graph *Device::endCapture(std::string &error) {
+  std::unique_ptr<Graph> graph(capturing_);
+  capturing_ = nullptr;
+  if (!graph) {
+    error = "no capture under way";
+    return nullptr;
+  }
+  void *captured = nullptr;
+  CUresult r = api_->streamEndCapture(stream_, &captured);
+  if (!r)
+    r = api_->graphInstantiate(&graph->exec, captured, 0);
+  if (captured)
+    api_->graphDestroy(captured);
+  if (r) {
+    error = driverError(*api_, r, "capturing a CUDA graph");
+    releaseHost(graph->staging);
+    return nullptr;
+  }
+  return graph.release();
+}
+
+bool Device::launchGraph(Graph *graph, std::string &error) {
+  if (CUresult r = api_->graphLaunch(graph->exec, stream_)) {
+    error = driverError(*api_, r, "cuGraphLaunch");
+    return false;
+  }
+  return true;
+}
+
+void Device::destroyGraph(Graph *graph) {
+  if (!graph)
+    return;
+  if (graph->exec)
+    api_->graphExecDestroy(graph->exec);
+  releaseHost(graph->staging); // waits for queued launches that read it
+  delete graph;
+}
+
 bool Device::synchronize(std::string &error) {
   if (CUresult r = api_->streamSynchronize(stream_)) {
     error = driverError(*api_, r, "running the kernels");
@@ -422,6 +503,21 @@ int Device::copy(void *context, void *dst, const void *src, size_t bytes,
   // (lruc_gpu_ops.copy's contract), which the stream synchronisation makes
   // sure of for page-locked memory as well.
   auto *self = static_cast<Device *>(context);
+  if (Graph *graph = self->capturing_) {
+    // Captured: nothing may wait, and a pageable source is staged with the
+    // graph (a copy to pageable memory would have to wait).
+    if (kind == LRUC_COPY_DEVICE_TO_HOST)
+      return kCuErrorStreamCaptureUnsupported;
+    if (kind == LRUC_COPY_HOST_TO_DEVICE) {
+      const size_t at = (graph->stagingUsed + 15) / 16 * 16;
+      if (at + bytes > graph->stagingBytes)
+        return kCuErrorStreamCaptureUnsupported;
+      std::memcpy(graph->staging + at, src, bytes);
+      graph->stagingUsed = at + bytes;
+      src = graph->staging + at;
+    }
+    return queueCopy(*self->api_, self->stream_, dst, src, bytes, kind);
+  }
   if (CUresult r = queueCopy(*self->api_, self->stream_, dst, src, bytes, kind))
     return r;
   return kind == LRUC_COPY_DEVICE_TO_HOST

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace lruc::host {
@@ -94,7 +95,10 @@ std::string GpuModel::kernelCacheDirectory() {
 GpuModel::GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
                    std::unique_ptr<cuda::Device> device)
     : library_(library), gpu_(gpu), device_(std::move(device)),
-      deferred_(std::make_unique<cuda::DeferredStatusOps>(*device_->ops())) {}
+      deferred_(std::make_unique<cuda::DeferredStatusOps>(*device_->ops())) {
+  const char *graphs = std::getenv("LRUC_CUDA_GRAPHS");
+  stepGraphs_ = !graphs || std::string(graphs) != "0";
+}
 
 GpuModel::~GpuModel() { releaseMemory(); }
 
@@ -105,6 +109,10 @@ void GpuModel::releaseMemory() {
   poolBytes_ = 0;
   reservedBatch_ = 0;
   carryBatch_ = 0;
+  device_->destroyGraph(stepGraph_);
+  stepGraph_ = nullptr;
+  device_->releaseHost(stepHost_);
+  stepHost_ = nullptr;
   for (QueuedStep &slot : slots_) {
     device_->releaseHost(slot.host);
     device_->destroyEvent(slot.done);
@@ -204,6 +212,20 @@ void GpuModel::reserve(int64_t batch) {
         fail("step mode",
              fmt::format("step input '{}' has no sequence input", input.name));
       stepInputs_.push_back(inputs_[size_t(whole - m.inputs.data())]);
+    }
+    // A token's way in and out of a step graph.
+    size_t hostBytes = 0;
+    for (const TensorInfo &input : m.step->inputs)
+      hostBytes += aligned(inputBytes(input, batch));
+    stepHostOutputs_ = hostBytes;
+    for (const TensorInfo &output : m.step->outputs)
+      hostBytes += aligned(outputElements(output, batch) * sizeof(float));
+    stepHostStatus_ = hostBytes;
+    hostBytes += cuda::DeferredStatusOps::kMaxStatusBytes;
+    stepHost_ = static_cast<char *>(device_->allocateHost(hostBytes, error));
+    if (!stepHost_) {
+      releaseMemory();
+      fail("reserving page-locked host memory", error);
     }
   }
   workspace_ = carve(gpu_.workspace_bytes(batch));
@@ -390,7 +412,70 @@ void GpuModel::stepReset(int64_t batch) {
   char message[512] = "";
   if (gpu_.step_reset(device_->ops(), batch, carry_, message, sizeof message))
     fail("step_reset", message);
+  if (batch != carryBatch_) { // a graph is for one batch
+    device_->destroyGraph(stepGraph_);
+    stepGraph_ = nullptr;
+  }
   carryBatch_ = batch;
+}
+
+void GpuModel::useStepGraphs(bool on) {
+  stepGraphs_ = on;
+  device_->destroyGraph(stepGraph_);
+  stepGraph_ = nullptr;
+}
+
+bool GpuModel::captureStep(int64_t batch) {
+  const Manifest &m = library_.manifest();
+  // Room for the schedule's own host constants (its status block's reset).
+  constexpr size_t kStagingBytes = 4096;
+  std::string error;
+  bool captured = device_->beginCapture(kStagingBytes, error);
+  if (captured) {
+    size_t at = 0;
+    for (size_t i = 0; captured && i < m.step->inputs.size(); ++i) {
+      captured = device_->copyAsync(stepInputs_[i], stepHost_ + at,
+                                    inputBytes(m.step->inputs[i], batch),
+                                    LRUC_COPY_HOST_TO_DEVICE, error);
+      at += aligned(inputBytes(m.step->inputs[i], reservedBatch_));
+    }
+    char message[512] = "";
+    if (captured && gpu_.step(deferred_->ops(), workspace_, batch, evalParams_,
+                              evalState_, carry_, stepInputs_.data(),
+                              stepOutputs_.data(), message, sizeof message)) {
+      error = message;
+      captured = false;
+    }
+    captured = captured &&
+               device_->copyAsync(stepHost_ + stepHostStatus_,
+                                  deferred_->status(),
+                                  deferred_->statusBytes(),
+                                  LRUC_COPY_DEVICE_TO_HOST, error);
+    at = stepHostOutputs_;
+    for (size_t o = 0; captured && o < m.step->outputs.size(); ++o) {
+      captured = device_->copyAsync(
+          stepHost_ + at, stepOutputs_[o],
+          outputElements(m.step->outputs[o], batch) * sizeof(float),
+          LRUC_COPY_DEVICE_TO_HOST, error);
+      at += aligned(outputElements(m.step->outputs[o], reservedBatch_) *
+                    sizeof(float));
+    }
+    std::string ending;
+    stepGraph_ = device_->endCapture(ending); // ends it whatever happened
+    if (captured && !stepGraph_)
+      error = ending;
+    captured = captured && stepGraph_;
+  }
+  if (!captured) {
+    device_->destroyGraph(stepGraph_);
+    stepGraph_ = nullptr;
+    stepGraphs_ = false;
+    std::fprintf(stderr,
+                 "lruc: step mode on %s launches its kernels one by one: "
+                 "capturing them as a CUDA graph failed (%s)\n",
+                 deviceDescription().c_str(), error.c_str());
+  }
+  return captured;
 }
 
 void GpuModel::step(int64_t batch, const void *const *inputs,
@@ -404,6 +489,36 @@ void GpuModel::step(int64_t batch, const void *const *inputs,
                      : fmt::format("batch {}, but the carry holds {} "
                                    "sequences",
                                    batch, carryBatch_));
+  if (!stepGraphs_ || (!stepGraph_ && !captureStep(batch))) {
+    stepByLaunches(batch, inputs, outputs);
+    return;
+  }
+  // The graph: the token in through stepHost_, one launch, one wait.
+  size_t at = 0;
+  for (size_t i = 0; i < m.step->inputs.size(); ++i) {
+    std::memcpy(stepHost_ + at, inputs[i], inputBytes(m.step->inputs[i], batch));
+    at += aligned(inputBytes(m.step->inputs[i], reservedBatch_));
+  }
+  std::string error;
+  if (!device_->launchGraph(stepGraph_, error) ||
+      !device_->synchronize(error))
+    fail("step", error);
+  char message[512] = "";
+  if (gpu_.status_error("step", stepHost_ + stepHostStatus_, message,
+                        sizeof message))
+    fail("step", message);
+  at = stepHostOutputs_;
+  for (size_t o = 0; o < m.step->outputs.size(); ++o) {
+    const size_t elements = outputElements(m.step->outputs[o], batch);
+    std::memcpy(outputs[o], stepHost_ + at, elements * sizeof(float));
+    at += aligned(outputElements(m.step->outputs[o], reservedBatch_) *
+                  sizeof(float));
+  }
+}
+
+void GpuModel::stepByLaunches(int64_t batch, const void *const *inputs,
+                              float *const *outputs) {
+  const Manifest &m = library_.manifest();
   for (size_t i = 0; i < m.step->inputs.size(); ++i)
     copy(stepInputs_[i], inputs[i],
          inputBytes(m.step->inputs[i], batch), LRUC_COPY_HOST_TO_DEVICE,

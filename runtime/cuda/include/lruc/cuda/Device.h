@@ -26,6 +26,9 @@
 
 namespace lruc::cuda {
 
+/// A captured CUDA graph, ready to launch (Device::endCapture).
+struct Graph;
+
 class Device {
 public:
   /// Opens device `ordinal`: null with the reason in `error` when there is
@@ -73,6 +76,20 @@ public:
   /// Waits for everything queued; false with the driver's message.
   bool synchronize(std::string &error);
 
+  /// CUDA graphs: between `beginCapture` and `endCapture` what the stream
+  /// is given (launches, GEMMs, copies) is recorded instead of run, and
+  /// `endCapture` returns it as a graph that `launchGraph` queues again
+  /// and again, in one call. Nothing may wait for the device meanwhile: a
+  /// copy to pageable host memory fails. A copy from pageable host memory
+  /// (a schedule's constants) is staged in page-locked memory that lives
+  /// with the graph, up to `stagingBytes` in all: the graph copies the
+  /// values it had when captured. Null with the driver's message when the
+  /// capture failed.
+  bool beginCapture(size_t stagingBytes, std::string &error);
+  Graph *endCapture(std::string &error);
+  bool launchGraph(Graph *graph, std::string &error);
+  void destroyGraph(Graph *graph);
+
   /// From now on (or no longer), every launch is timed by two events on
   /// its stream: for benchmarks, not for training (an event pair costs a
   /// few microseconds a launch).
@@ -99,6 +116,7 @@ private:
   int device_ = 0;
   void *context_ = nullptr; ///< CUcontext (the primary context)
   void *stream_ = nullptr;  ///< CUstream: everything runs on it
+  Graph *capturing_ = nullptr; ///< the graph being captured, if any
   void *module_ = nullptr;  ///< CUmodule
   void *cublas_ = nullptr;  ///< cublasHandle_t
   std::vector<void *> kernels_; ///< CUfunction by schedule index

@@ -7,7 +7,8 @@
 // statistics kept on the device between calls; each call uploads a batch's
 // inputs and brings back its outputs (the loss and the predictions). Step
 // mode keeps its carry on the device: a step uploads one step of the
-// inputs and brings back that step's predictions.
+// inputs and brings back that step's predictions, all of it one CUDA graph
+// (captured at the first step after stepReset) launched once a token.
 //
 // A train step can be queued (queueTrainStep) and its results taken later
 // (finishTrainStep): the step's inputs go through page-locked host memory,
@@ -39,6 +40,7 @@ struct lruc_gpu_model;
 namespace lruc::cuda {
 class Device;
 class DeferredStatusOps;
+struct Graph;
 }
 
 namespace lruc::host {
@@ -115,11 +117,21 @@ public:
   /// not the one the carry was reset for.
   void stepReset(int64_t batch);
   void step(int64_t batch, const void *const *inputs, float *const *outputs);
+  /// Whether step mode runs as a CUDA graph (default: yes, unless
+  /// $LRUC_CUDA_GRAPHS is 0); off, each step launches its kernels one by
+  /// one. A graph that cannot be captured falls back to that, with a
+  /// warning on stderr.
+  void useStepGraphs(bool on);
 
 private:
   GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
            std::unique_ptr<cuda::Device> device);
   void releaseMemory();
+  void stepByLaunches(int64_t batch, const void *const *inputs,
+                      float *const *outputs);
+  /// stepGraph_ for the carry's batch; false (and stepGraphs_ off, with a
+  /// warning) when the driver cannot capture it.
+  bool captureStep(int64_t batch);
   [[noreturn]] void fail(const std::string &what,
                          const std::string &message) const;
   void copy(void *dst, const void *src, size_t bytes, int kind,
@@ -147,6 +159,12 @@ private:
   std::vector<float *> stepOutputs_;
   std::vector<void *> stepInputs_;
   int64_t carryBatch_ = 0; ///< the batch the carry was reset for; 0: none
+  // Step mode as a graph: a token's inputs, outputs and status block pass
+  // through stepHost_ (page-locked), which the graph reads and writes.
+  bool stepGraphs_ = true;
+  cuda::Graph *stepGraph_ = nullptr;
+  char *stepHost_ = nullptr;
+  size_t stepHostOutputs_ = 0, stepHostStatus_ = 0;
 
   // Queued train steps: each in a slot of page-locked host memory (its
   // inputs on the way in; its status block, loss and predictions on the
