@@ -228,6 +228,10 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
 Device::~Device() {
   if (!api_)
     return;
+  if (capturing_) { // a capture left open by an error: end and drop it
+    std::string ignored;
+    destroyGraph(endCapture(ignored));
+  }
   for (const TimedLaunch &timed : timed_) {
     api_->eventDestroy(timed.start);
     api_->eventDestroy(timed.end);
@@ -418,9 +422,11 @@ bool Device::launchGraph(Graph *graph, std::string &error) {
 void Device::destroyGraph(Graph *graph) {
   if (!graph)
     return;
+  // Queued launches of it may still read its staging memory.
+  api_->streamSynchronize(stream_);
   if (graph->exec)
     api_->graphExecDestroy(graph->exec);
-  releaseHost(graph->staging); // waits for queued launches that read it
+  releaseHost(graph->staging);
   delete graph;
 }
 

@@ -103,7 +103,9 @@ GpuModel::GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
 GpuModel::~GpuModel() { releaseMemory(); }
 
 void GpuModel::releaseMemory() {
-  // Freeing waits for what is queued (the driver's rule).
+  // Queued work may still use what is freed here.
+  std::string ignored;
+  device_->synchronize(ignored);
   device_->release(pool_);
   pool_ = nullptr;
   poolBytes_ = 0;

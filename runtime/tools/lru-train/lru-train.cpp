@@ -40,10 +40,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <thread>
 
