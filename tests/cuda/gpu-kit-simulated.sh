@@ -17,6 +17,11 @@ for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lru-train \
   [ -e "$kit/$file" ] || { echo "the kit lacks $file" >&2; exit 1; }
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
+# The kit carries its libraries' PTX for sm_90 (the simulated device's):
+# tiny's and the train model's, which the runs below find there.
+cached() { ls "$kit/cache/ptx" | sort; }
+[ "$(cached | wc -l)" -eq 2 ] || { echo "the kit's PTX cache: $(cached)" >&2; exit 1; }
+before="$(cached)"
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   "$kit/device.sh" check tiny
 grep -q '\[  PASSED  \] 2 tests' "$work/out/check.log"
@@ -32,3 +37,4 @@ fi
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   LRUC_SIMULATED_KERNELS="$kit/train/listops.kernels.so" \
   "$kit/device.sh" train 4
+[ "$(cached)" = "$before" ] || { echo "NVRTC ran: the kit's PTX was not used" >&2; exit 1; }

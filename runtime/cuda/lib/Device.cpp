@@ -252,11 +252,7 @@ bool Device::loadKernels(const std::string &source, const char *const *names,
                          int count, std::string &error) {
   std::string ptx, warning;
   PtxCacheOutcome outcome;
-  // PTX for the device's own virtual architecture: the driver compiles it
-  // for the device when the module loads.
-  if (!compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
-                          "compute_" + arch_.substr(3), {}, ptx, outcome,
-                          warning, error))
+  if (!compileModelPtx(source, arch_, ptx, outcome, warning, error))
     return false;
   if (CUresult r = api_->moduleLoadData(&module_, ptx.c_str())) {
     module_ = nullptr;

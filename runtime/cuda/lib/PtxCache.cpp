@@ -147,4 +147,16 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
   return true;
 }
 
+bool compileModelPtx(const std::string &source, const std::string &deviceArch,
+                     std::string &ptx, PtxCacheOutcome &outcome,
+                     std::string &warning, std::string &error) {
+  if (deviceArch.rfind("sm_", 0) != 0) {
+    error = "not a device architecture: '" + deviceArch + "' (sm_NN)";
+    return false;
+  }
+  return compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
+                            "compute_" + deviceArch.substr(3), {}, ptx,
+                            outcome, warning, error);
+}
+
 } // namespace lruc::cuda

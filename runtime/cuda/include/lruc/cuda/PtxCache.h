@@ -36,6 +36,16 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
                         std::string &ptx, PtxCacheOutcome &outcome,
                         std::string &warning, std::string &error);
 
+/// The PTX a Device loads for a model library's CUDA source on a device of
+/// architecture `deviceArch` ("sm_90"): for the device's own virtual
+/// architecture (the driver compiles it for the device when the module
+/// loads), through the cache in defaultPtxCacheDirectory(). What
+/// compileToPtxCached returns. Also what bench/gpu/kit.sh fills a kit's
+/// cache with ahead of time (lruc-kit-ptx).
+bool compileModelPtx(const std::string &source, const std::string &deviceArch,
+                     std::string &ptx, PtxCacheOutcome &outcome,
+                     std::string &warning, std::string &error);
+
 } // namespace lruc::cuda
 
 #endif // LRUC_CUDA_PTXCACHE_H
