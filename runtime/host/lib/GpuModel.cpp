@@ -301,15 +301,6 @@ void GpuModel::downloadOutputs(int64_t batch, float *const *outputs) {
          LRUC_COPY_DEVICE_TO_HOST, "reading the outputs");
 }
 
-void GpuModel::trainStep(int64_t batch, float lr, int64_t step,
-                         const void *const *inputs,
-                         const int64_t dropoutKey[2], float *const *outputs) {
-  if (queued_)
-    fail("train_step", "steps are queued (finishTrainStep them first)");
-  queueTrainStep(batch, lr, step, inputs, dropoutKey);
-  finishTrainStep(outputs);
-}
-
 void GpuModel::queueTrainStep(int64_t batch, float lr, int64_t step,
                               const void *const *inputs,
                               const int64_t dropoutKey[2]) {

@@ -86,16 +86,12 @@ public:
   void upload(const Checkpoint &checkpoint);
   void download(Checkpoint &checkpoint) const;
 
-  /// One AdamW step on the training blocks, as ModelLibrary::trainStep:
-  /// host `inputs` (bindInputs), host `outputs` (OutputBuffers).
-  void trainStep(int64_t batch, float lr, int64_t step,
-                 const void *const *inputs, const int64_t dropoutKey[2],
-                 float *const *outputs);
-  /// The same in two halves: `queueTrainStep` copies `inputs` and queues
-  /// the step without waiting for the device (at most kMaxQueuedSteps
-  /// queued); `finishTrainStep` waits for the oldest queued step and
-  /// writes its outputs, or throws HostError with what its kernels
-  /// reported (a label out of range, ...).
+  /// One AdamW step on the training blocks, as ModelLibrary::trainStep, in
+  /// two halves: `queueTrainStep` copies host `inputs` (bindInputs) and
+  /// queues the step without waiting for the device (at most
+  /// kMaxQueuedSteps queued); `finishTrainStep` waits for the oldest queued
+  /// step and writes its host `outputs` (OutputBuffers), or throws
+  /// HostError with what its kernels reported (a label out of range, ...).
   static constexpr int kMaxQueuedSteps = 2;
   void queueTrainStep(int64_t batch, float lr, int64_t step,
                       const void *const *inputs, const int64_t dropoutKey[2]);
