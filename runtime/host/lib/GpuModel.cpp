@@ -113,6 +113,7 @@ void GpuModel::releaseMemory() {
   carryBatch_ = 0;
   device_->destroyGraph(stepGraph_);
   stepGraph_ = nullptr;
+  stepGraphBatch_ = 0;
   device_->releaseHost(stepHost_);
   stepHost_ = nullptr;
   for (QueuedStep &slot : slots_) {
@@ -408,6 +409,7 @@ void GpuModel::stepReset(int64_t batch) {
   if (batch != carryBatch_) { // a graph is for one batch
     device_->destroyGraph(stepGraph_);
     stepGraph_ = nullptr;
+    stepGraphBatch_ = 0;
   }
   carryBatch_ = batch;
 }
@@ -482,8 +484,13 @@ void GpuModel::step(int64_t batch, const void *const *inputs,
                      : fmt::format("batch {}, but the carry holds {} "
                                    "sequences",
                                    batch, carryBatch_));
-  if (!stepGraphs_ || (!stepGraph_ && !captureStep(batch))) {
+  // The first step of a carry's batch runs kernel by kernel, so that
+  // cuBLAS and the module have done their lazy set-up (allocations, loads)
+  // before a capture, during which they may not; the next is captured.
+  if (!stepGraphs_ || stepGraphBatch_ != batch ||
+      (!stepGraph_ && !captureStep(batch))) {
     stepByLaunches(batch, inputs, outputs);
+    stepGraphBatch_ = batch;
     return;
   }
   // The graph: the token in through stepHost_, one launch, one wait.

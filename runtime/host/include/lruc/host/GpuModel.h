@@ -8,7 +8,7 @@
 // inputs and brings back its outputs (the loss and the predictions). Step
 // mode keeps its carry on the device: a step uploads one step of the
 // inputs and brings back that step's predictions, all of it one CUDA graph
-// (captured at the first step after stepReset) launched once a token.
+// (captured at the second step of a batch) launched once a token.
 //
 // A train step can be queued (queueTrainStep) and its results taken later
 // (finishTrainStep): the step's inputs go through page-locked host memory,
@@ -159,6 +159,7 @@ private:
   // through stepHost_ (page-locked), which the graph reads and writes.
   bool stepGraphs_ = true;
   cuda::Graph *stepGraph_ = nullptr;
+  int64_t stepGraphBatch_ = 0; ///< batch of the step that ran; 0: none yet
   char *stepHost_ = nullptr;
   size_t stepHostOutputs_ = 0, stepHostStatus_ = 0;
 
