@@ -26,8 +26,6 @@
 #include "lruc_gpu.h"
 #include "lruc_model.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -79,20 +77,17 @@ int main(int argc, char **argv) try {
   const int iters = std::atoi(argv[3]);
   if (batch <= 0 || iters <= 0)
     return fail("BATCH and ITERS must be positive");
-  void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return fail(dlerror());
-  auto getModel = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
-      dlsym(handle, "lruc_model_get"));
+  // Throws HostError naming the file when it is no model library.
+  lruc::host::ModelLibrary library = lruc::host::ModelLibrary::open(argv[1]);
+  const lruc_model *m = &library.raw();
   auto getGpu = reinterpret_cast<const lruc_gpu_model *(*)(uint32_t)>(
-      dlsym(handle, "lruc_gpu_model_get"));
+      library.findSymbol("lruc_gpu_model_get"));
   auto source = reinterpret_cast<const char *(*)()>(
-      dlsym(handle, "lruc_cuda_source"));
-  const lruc_model *m = getModel ? getModel(LRUC_ABI_VERSION) : nullptr;
+      library.findSymbol("lruc_cuda_source"));
   const lruc_gpu_model *g = getGpu ? getGpu(LRUC_GPU_ABI_VERSION) : nullptr;
-  if (!m || !g || !source)
-    return fail(std::string(argv[1]) + " is not an lruc model library with "
-                                       "a GPU schedule of this version");
+  if (!g || !source)
+    return fail(std::string(argv[1]) + " has no GPU schedule of this "
+                                       "version");
 
   std::string error;
   std::unique_ptr<lruc::cuda::Device> device =
@@ -198,7 +193,6 @@ int main(int argc, char **argv) try {
   };
   std::vector<StepTime> stepTimes;
   if (g->step && m->step) {
-    lruc::host::ModelLibrary library = lruc::host::ModelLibrary::open(argv[1]);
     std::unique_ptr<lruc::host::GpuModel> model =
         lruc::host::GpuModel::open(library, 0, error);
     if (!model)

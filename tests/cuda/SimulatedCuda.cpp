@@ -135,12 +135,9 @@ struct Driver {
   std::vector<Pending> captured;
   bool captureInvalid = false;
 };
-/// A captured graph, and one instantiated: the work, to queue again and
-/// again (each item may run many times).
+/// A captured graph (CUgraph), and an instantiated one (CUgraphExec, a
+/// copy): the work, to queue again and again (each item may run many times).
 struct Graph {
-  std::vector<Driver::Pending> work;
-};
-struct GraphExec {
   std::vector<Driver::Pending> work;
 };
 Driver &driver() {
@@ -501,7 +498,7 @@ LRUC_EXPORT int cuGraphInstantiateWithFlags(void **exec, void *graph,
     return error;
   if (!exec || !graph || flags != 0)
     return kInvalidValue;
-  *exec = new GraphExec{static_cast<Graph *>(graph)->work};
+  *exec = new Graph{static_cast<Graph *>(graph)->work};
   return kSuccess;
 }
 
@@ -512,7 +509,7 @@ LRUC_EXPORT int cuGraphLaunch(void *exec, void *stream) {
     return kInvalidValue;
   if (stream && stream == driver().capturing)
     return captureForbids("cuGraphLaunch into a capture (not simulated)");
-  for (const Driver::Pending &item : static_cast<GraphExec *>(exec)->work)
+  for (const Driver::Pending &item : static_cast<Graph *>(exec)->work)
     enqueue(stream, item.run, item.records);
   return driver().stickyError;
 }
@@ -520,7 +517,7 @@ LRUC_EXPORT int cuGraphLaunch(void *exec, void *stream) {
 LRUC_EXPORT int cuGraphExecDestroy(void *exec) {
   if (!exec)
     return kInvalidValue;
-  delete static_cast<GraphExec *>(exec); // queued launches hold copies
+  delete static_cast<Graph *>(exec); // queued launches hold copies
   return kSuccess;
 }
 

@@ -113,7 +113,7 @@ void GpuModel::releaseMemory() {
   carryBatch_ = 0;
   device_->destroyGraph(stepGraph_);
   stepGraph_ = nullptr;
-  stepGraphBatch_ = 0;
+  stepSetUp_ = false;
   device_->releaseHost(stepHost_);
   stepHost_ = nullptr;
   for (QueuedStep &slot : slots_) {
@@ -134,81 +134,84 @@ void GpuModel::fail(const std::string &what, const std::string &message) const {
                   message));
 }
 
+GpuModel::Staging GpuModel::stagingFor(const std::vector<TensorInfo> &inputs,
+                                      const std::vector<TensorInfo> &outputs,
+                                      int64_t batch) {
+  Staging staging;
+  for (const TensorInfo &input : inputs) {
+    staging.inputAt.push_back(staging.bytes);
+    staging.bytes += aligned(inputBytes(input, batch));
+  }
+  for (const TensorInfo &output : outputs) {
+    staging.outputAt.push_back(staging.bytes);
+    staging.bytes += aligned(outputElements(output, batch) * sizeof(float));
+  }
+  staging.statusAt = staging.bytes;
+  staging.bytes += cuda::DeferredStatusOps::kMaxStatusBytes;
+  return staging;
+}
+
 void GpuModel::reserve(int64_t batch) {
   const Manifest &m = library_.manifest();
-  const size_t paramBytes = aligned(m.paramFloats * sizeof(float));
-  const size_t stateBytes = aligned(m.stateFloats * sizeof(float));
-  size_t bytes = 4 * paramBytes + 2 * stateBytes;
-  for (const TensorInfo &input : m.inputs)
-    bytes += aligned(inputBytes(input, batch));
-  for (const TensorInfo &output : m.outputs)
-    bytes += aligned(outputElements(output, batch) * sizeof(float));
-  if (m.step) {
-    bytes += aligned(size_t(batch) * m.step->carryFloats * sizeof(float));
-    for (const TensorInfo &output : m.step->outputs)
-      bytes += aligned(outputElements(output, batch) * sizeof(float));
-  }
-  bytes += aligned(gpu_.workspace_bytes(batch));
-
   releaseMemory();
+
+  // Each array's offset in the pool, and the pool's size.
+  size_t bytes = 0;
+  auto carve = [&](size_t size) {
+    const size_t at = bytes;
+    bytes += aligned(size);
+    return at;
+  };
+  const size_t paramBytes = m.paramFloats * sizeof(float);
+  const size_t stateBytes = m.stateFloats * sizeof(float);
+  const size_t paramsAt = carve(paramBytes), adamMAt = carve(paramBytes),
+               adamVAt = carve(paramBytes), evalParamsAt = carve(paramBytes),
+               stateAt = carve(stateBytes), evalStateAt = carve(stateBytes);
+  std::vector<size_t> inputsAt, outputsAt, stepOutputsAt;
+  for (const TensorInfo &input : m.inputs)
+    inputsAt.push_back(carve(inputBytes(input, batch)));
+  for (const TensorInfo &output : m.outputs)
+    outputsAt.push_back(carve(outputElements(output, batch) * sizeof(float)));
+  size_t carryAt = 0;
+  if (m.step) {
+    carryAt = carve(size_t(batch) * m.step->carryFloats * sizeof(float));
+    for (const TensorInfo &output : m.step->outputs)
+      stepOutputsAt.push_back(
+          carve(outputElements(output, batch) * sizeof(float)));
+  }
+  const size_t workspaceAt = carve(gpu_.workspace_bytes(batch));
+
   std::string error;
   pool_ = device_->allocate(bytes, error);
   if (!pool_)
     fail(fmt::format("{:.1f} MiB of device memory for batch {}",
                      double(bytes) / (1 << 20), batch),
          error);
-  // A queued step's page-locked host memory: its inputs, then its outputs,
-  // then its status block.
-  size_t slotBytes = 0;
-  for (const TensorInfo &input : m.inputs)
-    slotBytes += aligned(inputBytes(input, batch));
-  slotOutputs_ = slotBytes;
-  for (const TensorInfo &output : m.outputs)
-    slotBytes += aligned(outputElements(output, batch) * sizeof(float));
-  slotStatus_ = slotBytes;
-  slotBytes += cuda::DeferredStatusOps::kMaxStatusBytes;
-  for (QueuedStep &slot : slots_) {
-    slot.host = static_cast<char *>(device_->allocateHost(slotBytes, error));
-    if (slot.host)
-      slot.done = device_->createEvent(error);
-    if (!slot.host || !slot.done) {
-      releaseMemory();
-      fail("reserving page-locked host memory", error);
-    }
-  }
   poolBytes_ = bytes;
   reservedBatch_ = batch;
-
-  char *next = static_cast<char *>(pool_);
-  auto carve = [&](size_t size) {
-    char *at = next;
-    next += aligned(size);
-    return at;
-  };
-  params_ = reinterpret_cast<float *>(carve(paramBytes));
-  adamM_ = reinterpret_cast<float *>(carve(paramBytes));
-  adamV_ = reinterpret_cast<float *>(carve(paramBytes));
-  evalParams_ = reinterpret_cast<float *>(carve(paramBytes));
-  state_ = reinterpret_cast<float *>(carve(stateBytes));
-  evalState_ = reinterpret_cast<float *>(carve(stateBytes));
+  char *base = static_cast<char *>(pool_);
+  auto floats = [&](size_t at) { return reinterpret_cast<float *>(base + at); };
+  params_ = floats(paramsAt);
+  adamM_ = floats(adamMAt);
+  adamV_ = floats(adamVAt);
+  evalParams_ = floats(evalParamsAt);
+  state_ = floats(stateAt);
+  evalState_ = floats(evalStateAt);
+  workspace_ = base + workspaceAt;
   inputs_.clear();
-  for (const TensorInfo &input : m.inputs)
-    inputs_.push_back(carve(inputBytes(input, batch)));
+  for (size_t at : inputsAt)
+    inputs_.push_back(base + at);
   outputs_.clear();
-  for (const TensorInfo &output : m.outputs)
-    outputs_.push_back(reinterpret_cast<float *>(
-        carve(outputElements(output, batch) * sizeof(float))));
-  carry_ = nullptr;
+  for (size_t at : outputsAt)
+    outputs_.push_back(floats(at));
+  carry_ = m.step ? floats(carryAt) : nullptr;
   stepOutputs_.clear();
+  for (size_t at : stepOutputsAt)
+    stepOutputs_.push_back(floats(at));
+  // A step input goes where its sequence input goes: one step of it is no
+  // larger than the whole sequence.
   stepInputs_.clear();
-  if (m.step) {
-    carry_ = reinterpret_cast<float *>(
-        carve(size_t(batch) * m.step->carryFloats * sizeof(float)));
-    for (const TensorInfo &output : m.step->outputs)
-      stepOutputs_.push_back(reinterpret_cast<float *>(
-          carve(outputElements(output, batch) * sizeof(float))));
-    // A step input goes where its sequence input goes: one step of it is
-    // no larger than the whole sequence.
+  if (m.step)
     for (const TensorInfo &input : m.step->inputs) {
       const TensorInfo *whole = m.findInput(input.name);
       if (!whole)
@@ -216,22 +219,29 @@ void GpuModel::reserve(int64_t batch) {
              fmt::format("step input '{}' has no sequence input", input.name));
       stepInputs_.push_back(inputs_[size_t(whole - m.inputs.data())]);
     }
-    // A token's way in and out of a step graph.
-    size_t hostBytes = 0;
-    for (const TensorInfo &input : m.step->inputs)
-      hostBytes += aligned(inputBytes(input, batch));
-    stepHostOutputs_ = hostBytes;
-    for (const TensorInfo &output : m.step->outputs)
-      hostBytes += aligned(outputElements(output, batch) * sizeof(float));
-    stepHostStatus_ = hostBytes;
-    hostBytes += cuda::DeferredStatusOps::kMaxStatusBytes;
-    stepHost_ = static_cast<char *>(device_->allocateHost(hostBytes, error));
-    if (!stepHost_) {
+
+  // Page-locked host memory: a slot per queued train step, and a token's
+  // way in and out of a step graph.
+  auto allocateHost = [&](size_t size) {
+    auto *host = static_cast<char *>(device_->allocateHost(size, error));
+    if (!host) {
+      releaseMemory();
+      fail("reserving page-locked host memory", error);
+    }
+    return host;
+  };
+  trainStaging_ = stagingFor(m.inputs, m.outputs, batch);
+  for (QueuedStep &slot : slots_) {
+    slot.host = allocateHost(trainStaging_.bytes);
+    if (!(slot.done = device_->createEvent(error))) {
       releaseMemory();
       fail("reserving page-locked host memory", error);
     }
   }
-  workspace_ = carve(gpu_.workspace_bytes(batch));
+  if (m.step) {
+    stepStaging_ = stagingFor(m.step->inputs, m.step->outputs, batch);
+    stepHost_ = allocateHost(stepStaging_.bytes);
+  }
 }
 
 void GpuModel::copy(void *dst, const void *src, size_t bytes, int kind,
@@ -318,27 +328,23 @@ void GpuModel::queueTrainStep(int64_t batch, float lr, int64_t step,
     if (!device_->copyAsync(dst, src, bytes, kind, error))
       fail("train_step", error);
   };
-  size_t at = 0;
   for (size_t i = 0; i < m.inputs.size(); ++i) {
+    char *staged = slot.host + trainStaging_.inputAt[i];
     const size_t bytes = inputBytes(m.inputs[i], batch);
-    std::memcpy(slot.host + at, inputs[i], bytes);
-    queueCopy(inputs_[i], slot.host + at, bytes, LRUC_COPY_HOST_TO_DEVICE);
-    at += aligned(inputBytes(m.inputs[i], reservedBatch_));
+    std::memcpy(staged, inputs[i], bytes);
+    queueCopy(inputs_[i], staged, bytes, LRUC_COPY_HOST_TO_DEVICE);
   }
   char message[512] = "";
   if (gpu_.train_step(deferred_->ops(), workspace_, batch, params_, adamM_,
                       adamV_, state_, lr, float(step), inputs_.data(),
                       dropoutKey, outputs_.data(), message, sizeof message))
     fail("train_step", message);
-  queueCopy(slot.host + slotStatus_, deferred_->status(),
+  queueCopy(slot.host + trainStaging_.statusAt, deferred_->status(),
             deferred_->statusBytes(), LRUC_COPY_DEVICE_TO_HOST);
-  at = slotOutputs_;
-  for (size_t o = 0; o < m.outputs.size(); ++o) {
-    queueCopy(slot.host + at, outputs_[o],
+  for (size_t o = 0; o < m.outputs.size(); ++o)
+    queueCopy(slot.host + trainStaging_.outputAt[o], outputs_[o],
               outputElements(m.outputs[o], batch) * sizeof(float),
               LRUC_COPY_DEVICE_TO_HOST);
-    at += aligned(outputElements(m.outputs[o], reservedBatch_) * sizeof(float));
-  }
   if (!device_->record(slot.done, error))
     fail("train_step", error);
   slot.batch = batch;
@@ -357,16 +363,13 @@ void GpuModel::finishTrainStep(float *const *outputs) {
   if (!device_->wait(slot.done, error))
     fail("train_step", error);
   char message[512] = "";
-  if (gpu_.status_error("train_step", slot.host + slotStatus_, message,
-                        sizeof message))
+  if (gpu_.status_error("train_step", slot.host + trainStaging_.statusAt,
+                        message, sizeof message))
     fail(fmt::format("train_step {}", slot.step), message);
   const Manifest &m = library_.manifest();
-  size_t at = slotOutputs_;
-  for (size_t o = 0; o < m.outputs.size(); ++o) {
-    const size_t elements = outputElements(m.outputs[o], slot.batch);
-    std::memcpy(outputs[o], slot.host + at, elements * sizeof(float));
-    at += aligned(outputElements(m.outputs[o], reservedBatch_) * sizeof(float));
-  }
+  for (size_t o = 0; o < m.outputs.size(); ++o)
+    std::memcpy(outputs[o], slot.host + trainStaging_.outputAt[o],
+                outputElements(m.outputs[o], slot.batch) * sizeof(float));
 }
 
 void GpuModel::evaluateTrainingBlocks() {
@@ -409,7 +412,7 @@ void GpuModel::stepReset(int64_t batch) {
   if (batch != carryBatch_) { // a graph is for one batch
     device_->destroyGraph(stepGraph_);
     stepGraph_ = nullptr;
-    stepGraphBatch_ = 0;
+    stepSetUp_ = false;
   }
   carryBatch_ = batch;
 }
@@ -427,13 +430,11 @@ bool GpuModel::captureStep(int64_t batch) {
   std::string error;
   bool captured = device_->beginCapture(kStagingBytes, error);
   if (captured) {
-    size_t at = 0;
-    for (size_t i = 0; captured && i < m.step->inputs.size(); ++i) {
-      captured = device_->copyAsync(stepInputs_[i], stepHost_ + at,
-                                    inputBytes(m.step->inputs[i], batch),
-                                    LRUC_COPY_HOST_TO_DEVICE, error);
-      at += aligned(inputBytes(m.step->inputs[i], reservedBatch_));
-    }
+    for (size_t i = 0; captured && i < m.step->inputs.size(); ++i)
+      captured = device_->copyAsync(
+          stepInputs_[i], stepHost_ + stepStaging_.inputAt[i],
+          inputBytes(m.step->inputs[i], batch), LRUC_COPY_HOST_TO_DEVICE,
+          error);
     char message[512] = "";
     if (captured && gpu_.step(deferred_->ops(), workspace_, batch, evalParams_,
                               evalState_, carry_, stepInputs_.data(),
@@ -442,19 +443,15 @@ bool GpuModel::captureStep(int64_t batch) {
       captured = false;
     }
     captured = captured &&
-               device_->copyAsync(stepHost_ + stepHostStatus_,
+               device_->copyAsync(stepHost_ + stepStaging_.statusAt,
                                   deferred_->status(),
                                   deferred_->statusBytes(),
                                   LRUC_COPY_DEVICE_TO_HOST, error);
-    at = stepHostOutputs_;
-    for (size_t o = 0; captured && o < m.step->outputs.size(); ++o) {
+    for (size_t o = 0; captured && o < m.step->outputs.size(); ++o)
       captured = device_->copyAsync(
-          stepHost_ + at, stepOutputs_[o],
+          stepHost_ + stepStaging_.outputAt[o], stepOutputs_[o],
           outputElements(m.step->outputs[o], batch) * sizeof(float),
           LRUC_COPY_DEVICE_TO_HOST, error);
-      at += aligned(outputElements(m.step->outputs[o], reservedBatch_) *
-                    sizeof(float));
-    }
     std::string ending;
     stepGraph_ = device_->endCapture(ending); // ends it whatever happened
     if (captured && !stepGraph_)
@@ -487,33 +484,26 @@ void GpuModel::step(int64_t batch, const void *const *inputs,
   // The first step of a carry's batch runs kernel by kernel, so that
   // cuBLAS and the module have done their lazy set-up (allocations, loads)
   // before a capture, during which they may not; the next is captured.
-  if (!stepGraphs_ || stepGraphBatch_ != batch ||
-      (!stepGraph_ && !captureStep(batch))) {
+  if (!stepGraphs_ || !stepSetUp_ || (!stepGraph_ && !captureStep(batch))) {
     stepByLaunches(batch, inputs, outputs);
-    stepGraphBatch_ = batch;
+    stepSetUp_ = true;
     return;
   }
   // The graph: the token in through stepHost_, one launch, one wait.
-  size_t at = 0;
-  for (size_t i = 0; i < m.step->inputs.size(); ++i) {
-    std::memcpy(stepHost_ + at, inputs[i], inputBytes(m.step->inputs[i], batch));
-    at += aligned(inputBytes(m.step->inputs[i], reservedBatch_));
-  }
+  for (size_t i = 0; i < m.step->inputs.size(); ++i)
+    std::memcpy(stepHost_ + stepStaging_.inputAt[i], inputs[i],
+                inputBytes(m.step->inputs[i], batch));
   std::string error;
   if (!device_->launchGraph(stepGraph_, error) ||
       !device_->synchronize(error))
     fail("step", error);
   char message[512] = "";
-  if (gpu_.status_error("step", stepHost_ + stepHostStatus_, message,
+  if (gpu_.status_error("step", stepHost_ + stepStaging_.statusAt, message,
                         sizeof message))
     fail("step", message);
-  at = stepHostOutputs_;
-  for (size_t o = 0; o < m.step->outputs.size(); ++o) {
-    const size_t elements = outputElements(m.step->outputs[o], batch);
-    std::memcpy(outputs[o], stepHost_ + at, elements * sizeof(float));
-    at += aligned(outputElements(m.step->outputs[o], reservedBatch_) *
-                  sizeof(float));
-  }
+  for (size_t o = 0; o < m.step->outputs.size(); ++o)
+    std::memcpy(outputs[o], stepHost_ + stepStaging_.outputAt[o],
+                outputElements(m.step->outputs[o], batch) * sizeof(float));
 }
 
 void GpuModel::stepByLaunches(int64_t batch, const void *const *inputs,

@@ -96,7 +96,6 @@ public:
   void queueTrainStep(int64_t batch, float lr, int64_t step,
                       const void *const *inputs, const int64_t dropoutKey[2]);
   void finishTrainStep(float *const *outputs);
-  int queuedSteps() const { return queued_; }
 
   /// What `forward` evaluates: the training blocks as they are now, or
   /// another checkpoint's parameters and statistics.
@@ -120,9 +119,19 @@ public:
   void useStepGraphs(bool on);
 
 private:
+  /// Where one call's host tensors sit in page-locked memory: each input,
+  /// each output, then the status block, laid out for the reserved batch.
+  struct Staging {
+    std::vector<size_t> inputAt, outputAt;
+    size_t statusAt = 0, bytes = 0;
+  };
+
   GpuModel(const ModelLibrary &library, const lruc_gpu_model &gpu,
            std::unique_ptr<cuda::Device> device);
   void releaseMemory();
+  static Staging stagingFor(const std::vector<TensorInfo> &inputs,
+                            const std::vector<TensorInfo> &outputs,
+                            int64_t batch);
   void stepByLaunches(int64_t batch, const void *const *inputs,
                       float *const *outputs);
   /// stepGraph_ for the carry's batch; false (and stepGraphs_ off, with a
@@ -159,9 +168,10 @@ private:
   // through stepHost_ (page-locked), which the graph reads and writes.
   bool stepGraphs_ = true;
   cuda::Graph *stepGraph_ = nullptr;
-  int64_t stepGraphBatch_ = 0; ///< batch of the step that ran; 0: none yet
+  bool stepSetUp_ = false; ///< a step ran at the carry's batch
   char *stepHost_ = nullptr;
-  size_t stepHostOutputs_ = 0, stepHostStatus_ = 0;
+
+  Staging trainStaging_, stepStaging_; ///< train slots', stepHost_'s
 
   // Queued train steps: each in a slot of page-locked host memory (its
   // inputs on the way in; its status block, loss and predictions on the
@@ -174,7 +184,6 @@ private:
   };
   QueuedStep slots_[kMaxQueuedSteps];
   int nextSlot_ = 0, queued_ = 0;
-  size_t slotOutputs_ = 0, slotStatus_ = 0; ///< offsets in a slot's host
   std::unique_ptr<cuda::DeferredStatusOps> deferred_; ///< on device_'s ops
 };
 
