@@ -328,24 +328,41 @@ private:
       else
         os << "    float " << name << " = " << value << ";\n";
     };
-    auto stepHeader = [&] {
-      os << "    for (int64_t k = k1; active && k < k2; ++k) {\n"
-         << "    const int64_t t = "
-         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
-         << ";\n"
-         << "    const bool real = t < length;\n"
-         << "    const int64_t o = s * " << layout.steps << " + t;\n"
-         << "    const int64_t i = o * " << layout.last << " + j;\n";
+    // A thread's steps: a whole run unrolled, so that the loads of all of
+    // them (independent of the state) are in flight at once, a scan being
+    // otherwise bound by one memory latency a step; a partial run (the
+    // sequence's last tile, lanes past the last channel) step by step.
+    auto writeSteps = [&](llvm::function_ref<LogicalResult()> body) {
+      for (bool whole : {true, false}) {
+        if (whole)
+          os << "    if (active && k2 - k1 == kStepsPerThread) {\n"
+             << "    LRUC_UNROLL\n"
+             << "    for (int64_t k = k1; k < k1 + kStepsPerThread; ++k) {\n";
+        else
+          os << "    } else {\n"
+             << "    for (int64_t k = k1; active && k < k2; ++k) {\n";
+        os << "    const int64_t t = "
+           << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
+           << ";\n"
+           << "    const bool real = t < length;\n"
+           << "    const int64_t o = s * " << layout.steps << " + t;\n"
+           << "    const int64_t i = o * " << layout.last << " + j;\n";
+        if (failed(body()))
+          return failure();
+        os << "    }\n";
+      }
+      os << "    }\n";
+      return success();
     };
     // Pass 1: from zero, the end state and the product of λ.
     declare("state", "0.0f");
     declare("product", "1.0f");
-    stepHeader();
-    if (failed(element.writeElement(
-            os, stateNamed, sumOf, {},
-            [](StringRef part) { return "product" + part.str(); })))
+    if (failed(writeSteps([&] {
+          return element.writeElement(
+              os, stateNamed, sumOf, {},
+              [](StringRef part) { return "product" + part.str(); });
+        })))
       return failure();
-    os << "    }\n";
     for (auto [n, part] : llvm::enumerate(parts))
       os << "    tileEnd[warp][lane][" << 2 * n << "] = state" << part
          << ";\n    tileEnd[warp][lane][" << 2 * n + 1 << "] = product"
@@ -370,10 +387,10 @@ private:
             "tileEnd[w][lane][0];\n";
     os << "    }\n    __syncthreads(); // tileEnd is the next tile's\n";
     // Pass 2: from the start state, storing and summing.
-    stepHeader();
-    if (failed(element.writeElement(os, stateNamed, sumOf, outputs)))
+    if (failed(writeSteps(
+            [&] { return element.writeElement(os, stateNamed, sumOf, outputs); })))
       return failure();
-    os << "    }\n  }\n";
+    os << "  }\n";
     // Sums: each column's partials added across the warps in order.
     if (layout.sums)
       for (unsigned n = 0; n < outputs.size(); ++n) {
@@ -696,20 +713,62 @@ private:
 
   /// Two kernels: the table zeroed, then every update added atomically
   /// (the order of the sums varies run to run, within float rounding).
+  /// A table of few rows (an embedding's gradient over a small
+  /// vocabulary) draws every update onto the same few addresses: there a
+  /// block adds its rows into its own copy of a 32-column slice of the
+  /// table in shared memory, and only that copy goes to the table.
   LogicalResult emitScatterAdd(lru::ScatterAddOp op) {
     auto table = tensorType(op.getResult());
-    std::string vocab = dimExpr(table.getDimSize(0)),
-                width = dimExpr(table.getDimSize(1));
+    int64_t rows = table.getDimSize(0), columns = table.getDimSize(1);
+    std::string vocab = dimExpr(rows), width = dimExpr(columns);
     std::string tableCount = countExpr(op.getResult());
     begin(op, "_zero", tableCount, {}, {op.getResult()});
     gridLoop(tableCount);
     os << "    out0[i] = 0.0f;\n  }\n}\n\n";
     std::string count = countExpr(op.getUpdates());
-    begin(op, "", count, {op.getUpdates(), op.getIndices()}, {op.getResult()});
-    gridLoop(count);
-    readIndex(vocab, width, "");
-    os << "    atomicAdd(&out0[index * " << width << " + i % " << width
-       << "], in0[i]);\n  }\n}\n\n";
+    constexpr int64_t kSharedFloats = 12 * 1024;
+    if (rows * 32 > kSharedFloats) {
+      begin(op, "", count, {op.getUpdates(), op.getIndices()},
+            {op.getResult()});
+      gridLoop(count);
+      readIndex(vocab, width, "");
+      os << "    atomicAdd(&out0[index * " << width << " + i % " << width
+         << "], in0[i]);\n  }\n}\n\n";
+      return success();
+    }
+    // Blocks: (32-column slice, group of update rows); a warp per update
+    // row, its lanes the slice's columns. Fewer groups for more rows: each
+    // group's copy costs a table's worth of atomics at the end.
+    int64_t slices = (columns + 31) / 32, kRowGroups = rows <= 64 ? 128 : 32;
+    begin(op, "", std::to_string(slices * kRowGroups),
+          {op.getUpdates(), op.getIndices()}, {op.getResult()},
+          /*blockPerOutput=*/true);
+    os << "  __shared__ float slice[" << rows << " * 32];\n"
+       << "  const int64_t column = int64_t(blockIdx.x % " << slices
+       << ") * 32 + threadIdx.x % 32;\n"
+       << "  const int64_t group = blockIdx.x / " << slices << ";\n"
+       << "  const int64_t warps = blockDim.x / 32;\n"
+       << "  for (int r = threadIdx.x; r < " << rows
+       << " * 32; r += blockDim.x)\n    slice[r] = 0.0f;\n"
+       << "  __syncthreads();\n"
+       << "  LRUC_UNROLL_8\n"
+       << "  for (int64_t e = group * warps + threadIdx.x / 32; e < (" << count
+       << ") / " << width << "; e += " << kRowGroups << " * warps) {\n"
+       << "    const float value = column < " << width << " ? in0[e * "
+       << width << " + column] : 0.0f;\n"
+       << "    const int64_t index = in1[e];\n"
+       << "    if (index < 0 || index >= " << vocab << ") {\n"
+       << "      if (threadIdx.x % 32 == 0)\n        " << report("e", "index")
+       << "      continue;\n    }\n"
+       << "    atomicAdd(&slice[index * 32 + threadIdx.x % 32], value);\n"
+       << "  }\n"
+       << "  __syncthreads();\n"
+       << "  for (int r = threadIdx.x; r < " << rows
+       << " * 32; r += blockDim.x) {\n"
+       << "    const int64_t c = column - threadIdx.x % 32 + r % 32;\n"
+       << "    if (c < " << width << " && slice[r] != 0.0f)\n"
+       << "      atomicAdd(&out0[(r / 32) * " << width
+       << " + c], slice[r]);\n  }\n}\n\n";
     return success();
   }
 

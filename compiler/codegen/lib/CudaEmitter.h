@@ -22,7 +22,7 @@ namespace lruc {
 constexpr int kCudaBlockThreads = 256;
 /// Steps each thread of a scan kernel takes per tile (the block's warps
 /// take consecutive runs of this many steps; see writeTiledScan).
-constexpr int kScanStepsPerThread = 8;
+constexpr int kScanStepsPerThread = 16;
 
 /// The functions with CUDA kernels, in the order of the source.
 constexpr const char *kCudaFunctions[] = {"forward", "forward_train",

@@ -75,6 +75,16 @@ inline int atomicCAS(int *address, int expected, int value) {
 #include <cstdint>
 #endif
 
+// A loop unrolled, whole (a constant trip count) or by 8 (NVRTC, nvcc);
+// the simulator's C++ compiler takes it as it is.
+#ifdef LRUC_GPU_SIMULATE
+#define LRUC_UNROLL
+#define LRUC_UNROLL_8
+#else
+#define LRUC_UNROLL _Pragma("unroll")
+#define LRUC_UNROLL_8 _Pragma("unroll 8")
+#endif
+
 #include "lruc/core/PhiloxRounds.h"
 
 namespace lruc {
