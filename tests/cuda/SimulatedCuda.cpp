@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -900,7 +901,20 @@ LRUC_EXPORT int cuEventDestroy_v2(void *event) {
 struct BlasHandle {
   int64_t gemms = 0;
   void *stream = nullptr;
+  bool tf32 = false; // CUBLAS_TF32_TENSOR_OP_MATH
 };
+
+/// `x` rounded to TF32 (10 bits of mantissa, to nearest, ties away from
+/// zero), as tensor cores read an fp32 operand.
+static float roundToTf32(float x) {
+  if (!std::isfinite(x))
+    return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits + 0x1000u) & ~0x1fffu;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
 
 LRUC_EXPORT int cublasCreate_v2(void **handle) {
   if (contextError())
@@ -927,7 +941,18 @@ LRUC_EXPORT int cublasSetStream_v2(void *handle, void *stream) {
   return kBlasSuccess;
 }
 
-/// Column-major C[m, n] = alpha op(A) op(B) + beta C, cuBLAS's contract.
+/// CUBLAS_DEFAULT_MATH (0) or CUBLAS_TF32_TENSOR_OP_MATH (3).
+LRUC_EXPORT int cublasSetMathMode(void *handle, int mode) {
+  if (!handle)
+    return kBlasNotInitialized;
+  if (mode != 0 && mode != 3)
+    return kBlasInvalidValue;
+  static_cast<BlasHandle *>(handle)->tf32 = mode == 3;
+  return kBlasSuccess;
+}
+
+/// Column-major C[m, n] = alpha op(A) op(B) + beta C, cuBLAS's contract
+/// (in TF32 math mode, A and B rounded to TF32 first).
 LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
                                int n, int k, const float *alpha,
                                const float *a, int lda, const float *b,
@@ -966,15 +991,17 @@ LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
   // alpha and beta are read now (host pointer mode), the operands when the
   // GEMM runs, in order on the handle's stream.
   const double scaleAB = *alpha, scaleC = *beta;
+  const bool tf32 = static_cast<BlasHandle *>(handle)->tf32;
   enqueue(static_cast<BlasHandle *>(handle)->stream, [=] {
+    auto operand = [tf32](float x) { return double(tf32 ? roundToTf32(x) : x); };
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         double sum = 0;
         for (int p = 0; p < k; ++p)
-          sum += double(transA == kBlasOpN ? a[size_t(p) * lda + i]
-                                           : a[size_t(i) * lda + p]) *
-                 double(transB == kBlasOpN ? b[size_t(j) * ldb + p]
-                                           : b[size_t(p) * ldb + j]);
+          sum += operand(transA == kBlasOpN ? a[size_t(p) * lda + i]
+                                            : a[size_t(i) * lda + p]) *
+                 operand(transB == kBlasOpN ? b[size_t(j) * ldb + p]
+                                            : b[size_t(p) * ldb + j]);
         float &out = c[size_t(j) * ldc + i];
         // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
         out = float(scaleAB * sum + (scaleC == 0.0 ? 0.0 : scaleC * out));

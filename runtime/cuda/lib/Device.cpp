@@ -66,6 +66,7 @@ struct Device::Api {
   cublasStatus (*cublasCreate)(void **);
   cublasStatus (*cublasDestroy)(void *);
   cublasStatus (*cublasSetStream)(void *, void *);
+  cublasStatus (*cublasSetMathMode)(void *, int);
   cublasStatus (*sgemm)(void *, int, int, int, int, int, const float *,
                         const float *, int, const float *, int, const float *,
                         float *, int);
@@ -133,6 +134,7 @@ const Device::Api *openApi(std::string &failure) {
     bindBlas(table->cublasCreate, "cublasCreate_v2");
     bindBlas(table->cublasDestroy, "cublasDestroy_v2");
     bindBlas(table->cublasSetStream, "cublasSetStream_v2");
+    bindBlas(table->cublasSetMathMode, "cublasSetMathMode");
     bindBlas(table->sgemm, "cublasSgemm_v2");
     if (!bind.complete())
       reason = bind.failure();
@@ -223,6 +225,18 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
   device->arch_ = "sm_" + std::to_string(major * 10 + minor);
   device->ops_ = {device.get(), &Device::launch, &Device::gemm, &Device::copy};
   return device;
+}
+
+bool Device::setMatmul(Matmul precision, std::string &error) {
+  // cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH.
+  constexpr int kDefaultMath = 0, kTf32TensorOpMath = 3;
+  if (int status = api_->cublasSetMathMode(
+          cublas_, precision == Matmul::tf32 ? kTf32TensorOpMath
+                                             : kDefaultMath)) {
+    error = "cublasSetMathMode failed (" + std::to_string(status) + ")";
+    return false;
+  }
+  return true;
 }
 
 Device::~Device() {

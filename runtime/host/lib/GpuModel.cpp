@@ -57,17 +57,27 @@ std::unique_ptr<GpuModel> GpuModel::open(const ModelLibrary &library,
 
 std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
                                                   const std::string &device,
-                                                  const char *tool) {
-  if (device == "cpu")
+                                                  const char *tool,
+                                                  Matmul matmul) {
+  auto onCpu = [&] {
+    if (matmul == Matmul::tf32)
+      std::fprintf(stderr,
+                   "%s: warning: --matmul tf32 is for a GPU; on the CPU the "
+                   "products are fp32\n",
+                   tool);
     return nullptr;
+  };
+  if (device == "cpu")
+    return onCpu();
   std::string whyNot;
   std::unique_ptr<GpuModel> gpu = open(library, 0, whyNot);
   if (!gpu) {
     if (device == "gpu")
       throw HostError(fmt::format("{}: --device gpu: {}",
                                   library.path().string(), whyNot));
-    return nullptr;
+    return onCpu();
   }
+  gpu->setMatmul(matmul);
   std::string cache = kernelCacheDirectory();
   std::fprintf(stderr,
                "%s: compiling the CUDA kernels for %s (NVRTC, once per model "
@@ -122,6 +132,14 @@ void GpuModel::releaseMemory() {
     slot = QueuedStep{};
   }
   nextSlot_ = queued_ = 0;
+}
+
+void GpuModel::setMatmul(Matmul precision) {
+  std::string error;
+  if (!device_->setMatmul(precision == Matmul::tf32 ? cuda::Matmul::tf32
+                                                    : cuda::Matmul::fp32,
+                          error))
+    throw HostError(library_.path().string() + ": " + error);
 }
 
 std::string GpuModel::deviceDescription() const {

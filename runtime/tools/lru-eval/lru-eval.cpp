@@ -2,6 +2,7 @@
 //
 //   lru-eval model.so CHECKPOINT [--split test|val|train] [--data DIR]
 //            [--batch N] [--max-eval N] [--threads N] [--device cpu|gpu|auto]
+//            [--matmul fp32|tf32]
 //            [--dump-batch FILE.safetensors --batch-index I [--grads]]
 //            [--stream I [--stream-every N]]
 //
@@ -280,6 +281,7 @@ void printResult(const std::string &what, int64_t step, const EvalResult &r) {
 
 int evalMain(int argc, char **argv) {
   std::optional<std::string> splitName, dataRoot, task, dump, device;
+  std::optional<std::string> matmul;
   std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex,
       streamIndex, streamEvery;
   bool grads = false;
@@ -293,6 +295,10 @@ int evalMain(int argc, char **argv) {
   cl.flag("device", &device, "KIND",
           "cpu, gpu or auto (default auto: a GPU when the library and machine "
           "have one; --dump-batch runs on the CPU)");
+  cl.flag("matmul", &matmul, "fp32|tf32",
+          "the GPU's matrix products: fp32 (default, the CPU library's "
+          "arithmetic) or tf32 (tensor cores, several times faster; inputs "
+          "rounded to 10 bits of mantissa)");
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
@@ -309,6 +315,9 @@ int evalMain(int argc, char **argv) {
       throw UsageError(fmt::format("--{} must be positive", name));
   if ((batchIndex || grads) && !dump)
     throw UsageError("--batch-index and --grads go with --dump-batch FILE");
+  if (matmul && *matmul != "fp32" && *matmul != "tf32")
+    throw UsageError(fmt::format("--matmul {}: unknown (known: fp32, tf32)",
+                                 *matmul));
   if (device && *device != "cpu" && *device != "gpu" && *device != "auto")
     throw UsageError(
         fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *device));
@@ -384,7 +393,9 @@ int evalMain(int argc, char **argv) {
     throw HostError(fmt::format("{}: no step mode: {}",
                                 library.path().string(), m.stepUnavailable));
   std::unique_ptr<GpuModel> gpu =
-      GpuModel::openForDevice(library, device.value_or("auto"), kTool);
+      GpuModel::openForDevice(library, device.value_or("auto"), kTool,
+                              matmul == "tf32" ? Matmul::tf32
+                                                  : Matmul::fp32);
   if (gpu) {
     gpu->reserve(streamIndex ? 1 : batch);
     gpu->evaluateCheckpoint(checkpoint);

@@ -29,6 +29,12 @@ namespace lruc::cuda {
 /// A captured CUDA graph, ready to launch (Device::endCapture).
 struct Graph;
 
+/// The arithmetic of matrix products (cuBLAS's math mode): fp32, the CPU
+/// library's; or tf32, on tensor cores: inputs rounded to 10 bits of
+/// mantissa, sums in fp32 (what JAX's default precision and PyTorch's
+/// allow_tf32 give), several times faster.
+enum class Matmul { fp32, tf32 };
+
 class Device {
 public:
   /// Opens device `ordinal`: null with the reason in `error` when there is
@@ -38,6 +44,10 @@ public:
   ~Device();
   Device(const Device &) = delete;
   Device &operator=(const Device &) = delete;
+
+  /// The arithmetic of the GEMMs from now on (fp32 when opened); false
+  /// with cuBLAS's status.
+  bool setMatmul(Matmul precision, std::string &error);
 
   /// The device's name and its architecture ("sm_90").
   const std::string &name() const { return name_; }

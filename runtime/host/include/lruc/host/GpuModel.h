@@ -45,6 +45,12 @@ struct Graph;
 
 namespace lruc::host {
 
+/// The arithmetic of a GPU model's matrix products: fp32, the CPU
+/// library's; or tf32, on tensor cores (inputs rounded to 10 bits of
+/// mantissa, sums in fp32: what JAX's default precision and PyTorch's
+/// allow_tf32 give), several times faster.
+enum class Matmul { fp32, tf32 };
+
 class GpuModel {
 public:
   /// `library` on CUDA device `ordinal`. Null, with the reason in
@@ -55,10 +61,13 @@ public:
   /// What a tool's `--device cpu|gpu|auto` asks for: null for cpu, and for
   /// auto where the library or the machine has no GPU; for gpu, a HostError
   /// with the reason then. A model it returns has its kernels loaded, after
-  /// a line on stderr that `tool` is compiling them.
+  /// a line on stderr that `tool` is compiling them, its GEMMs in
+  /// `matmul` arithmetic (a warning on stderr when that is tf32 and the
+  /// model runs on the CPU, whose products are fp32).
   static std::unique_ptr<GpuModel> openForDevice(const ModelLibrary &library,
                                                  const std::string &device,
-                                                 const char *tool);
+                                                 const char *tool,
+                                                 Matmul matmul);
   /// Compiles the library's kernels for the device (NVRTC, once per source
   /// and device: cached under cuda::defaultPtxCacheDirectory()) and loads
   /// them; before anything else. Throws HostError when they do not compile
@@ -72,6 +81,10 @@ public:
 
   /// "NAME (sm_NN)".
   std::string deviceDescription() const;
+
+  /// The arithmetic of the matrix products from now on (fp32 when
+  /// opened). Throws HostError when cuBLAS refuses.
+  void setMatmul(Matmul precision);
 
   /// Device memory for batches of up to `batch` examples, in one
   /// allocation (the pool), and the page-locked host memory queued steps
