@@ -4,18 +4,16 @@
 //
 // Runs a model library's GPU schedule (lruc_gpu.h) through
 // lruc::cuda::Device on random inputs: train steps per second (ITERS steps
-// queued back to back, as lru-train queues them), the forward's and
-// forward+backward's times at BATCH, the device memory a step uses, and, in the
-// same run, the device's copy bandwidth (a device-to-device copy), the
-// limit its elementwise kernels are measured against, and each kernel's
-// achieved bandwidth (its arrays' bytes, lruc_gpu_model::kernel_bytes, over
-// its time; the scan kernels summed) in one timed forward and one timed
-// backward; and step mode's time per token at batch 1 and BATCH, each
-// step's inputs uploaded and predictions read back (what streaming costs an
-// application). Exits 1 with the
-// reason on a machine without a GPU. Written before any GPU was available
-// to this project: the figures in docs/performance.md come from it once
-// one is.
+// queued back to back, as lru-train queues them), with fp32 GEMMs and with
+// TF32 ones (--matmul tf32), the forward's and forward+backward's times at
+// BATCH, the device memory a step uses, and, in the same run, the device's
+// copy bandwidth (a device-to-device copy), the limit its elementwise
+// kernels are measured against, and each kernel's achieved bandwidth (its
+// arrays' bytes, lruc_gpu_model::kernel_bytes, over its time; the scan
+// kernels summed) in one timed forward and one timed backward; and step
+// mode's time per token at batch 1 and BATCH, each step's inputs uploaded
+// and predictions read back (what streaming costs an application). Exits 1
+// with the reason on a machine without a GPU. Figures: docs/performance.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,14 +144,25 @@ int main(int argc, char **argv) try {
     if (!device->synchronize(error))
       throw std::runtime_error(error);
   };
-  trainStep(); // warm up
-  trainStep();
-  sync();
-  start = seconds();
-  for (int i = 0; i < iters; ++i)
-    trainStep();
-  sync();
-  const double stepTime = (seconds() - start) / iters;
+  // Seconds a step, `iters` queued after `warmUp` (the first calls set up
+  // cuBLAS's and the module's lazy state).
+  auto timeTrainSteps = [&](int warmUp) {
+    for (int i = 0; i < warmUp; ++i)
+      trainStep();
+    sync();
+    const double from = seconds();
+    for (int i = 0; i < iters; ++i)
+      trainStep();
+    sync();
+    return (seconds() - from) / iters;
+  };
+  const double stepTime = timeTrainSteps(2);
+  // The same with the GEMMs on tensor cores (lru-train --matmul tf32).
+  if (!device->setMatmul(lruc::cuda::Matmul::tf32, error))
+    return fail(error);
+  const double tf32StepTime = timeTrainSteps(1);
+  if (!device->setMatmul(lruc::cuda::Matmul::fp32, error))
+    return fail(error);
   {
     std::vector<char> status(deferred.statusBytes());
     if (ops->copy(ops->context, status.data(), deferred.status(),
@@ -241,6 +250,9 @@ int main(int argc, char **argv) try {
 
   std::printf("train_step  %9.2f ms  %8.2f steps/s  (batch %lld)\n",
               stepTime * 1e3, 1 / stepTime, (long long)batch);
+  std::printf("train_step tf32 %5.2f ms  %8.2f steps/s  (batch %lld; "
+              "--matmul tf32)\n",
+              tf32StepTime * 1e3, 1 / tf32StepTime, (long long)batch);
   std::printf("forward     %9.2f ms\n", forwardTime * 1e3);
   std::printf("forward+backward %4.2f ms  (train mode, no optimizer)\n",
               backwardTime * 1e3);
@@ -269,35 +281,56 @@ int main(int argc, char **argv) try {
   auto timedCall = [&](const char *what, auto &&call) {
     sync();
     device->timeKernels(true);
+    const double callStart = seconds();
     call();
+    sync();
+    const double callMs = (seconds() - callStart) * 1e3;
     device->timeKernels(false);
     std::vector<double> ms;
     std::vector<int64_t> launches;
     if (!device->kernelTimes(ms, launches, error))
       throw std::runtime_error(error);
-    double scanMs = 0, scanBytes = 0, allMs = 0;
-    std::vector<int> order;
+    double scanMs = 0, scanBytes = 0, allMs = 0, otherBytes = 0;
+    std::vector<int> scans, others;
     for (int k = 0; k < g->num_kernels; ++k) {
       if (!launches[size_t(k)])
         continue;
-      order.push_back(k);
       allMs += ms[size_t(k)];
       if (std::string(g->kernels[k]).find("_scan") != std::string::npos) {
+        scans.push_back(k);
         scanMs += ms[size_t(k)];
         scanBytes += bytesOf(k);
+      } else {
+        others.push_back(k);
+        otherBytes += bytesOf(k);
       }
     }
-    std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return ms[size_t(a)] > ms[size_t(b)]; });
-    std::printf("%s: %zu kernels, %.2f ms on the device\n", what,
-                order.size(), allMs);
-    for (size_t n = 0; n < order.size() && n < 8; ++n) {
-      int k = order[n];
-      double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
-      std::printf("  %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
-                  g->kernels[k], ms[size_t(k)], rate / 1e9,
-                  100 * rate / bandwidth);
-    }
+    // Where the time goes: lruc's kernels (each timed by an event pair),
+    // and the rest of the call's time, cuBLAS's GEMMs and the gaps between
+    // launches (which the event pairs widen a little).
+    std::printf("%s: %zu kernels, %.2f ms on the device; the call %.2f ms "
+                "(GEMMs and gaps %.2f ms)\n",
+                what, scans.size() + others.size(), allMs, callMs,
+                callMs - allMs);
+    const double otherMs = allMs - scanMs;
+    if (otherMs > 0)
+      std::printf("  other kernels: %zu, %.3f ms, %.0f GB/s, %.1f%% of copy "
+                  "bandwidth\n",
+                  others.size(), otherMs, otherBytes / (otherMs * 1e-3) / 1e9,
+                  100 * otherBytes / (otherMs * 1e-3) / bandwidth);
+    auto slowest = [&](std::vector<int> &kernels) {
+      std::sort(kernels.begin(), kernels.end(),
+                [&](int a, int b) { return ms[size_t(a)] > ms[size_t(b)]; });
+      for (size_t n = 0; n < kernels.size() && n < 8; ++n) {
+        int k = kernels[n];
+        double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
+        std::printf("  %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
+                    g->kernels[k], ms[size_t(k)], rate / 1e9,
+                    100 * rate / bandwidth);
+      }
+    };
+    slowest(scans);
+    slowest(others);
     if (scanMs > 0)
       std::printf("  scan kernels: %.3f ms, %.0f GB/s, %.1f%% of copy "
                   "bandwidth\n",

@@ -2,10 +2,13 @@
 # On a GPU machine, in a kit unpacked from bench/gpu/kit.sh's archive:
 #   device.sh check [MODEL...]         each model library's GPU schedule
 #                                       against its own CPU entry points
-#                                       (lruc-gpu-library-tests)
+#                                       (lruc-gpu-library-tests; pick
+#                                       tests with GTEST_FILTER, e.g.
+#                                       'GpuLibrary.text:GpuModelStep.*')
 #   device.sh bench [ITERS [MODEL...]]  train steps/s of each Table 9
 #                                       configuration at its Table 9 batch
-#                                       against the paper's Table 4 (A100),
+#                                       (fp32 and TF32 GEMMs) against the
+#                                       paper's Table 4 (A100),
 #                                       the scan kernels' bandwidth against a
 #                                       device-to-device copy in the same run,
 #                                       one block's forward+backward (the
@@ -26,6 +29,16 @@ set -uo pipefail
 kit="$(cd "$(dirname "$0")" && pwd)"
 export LD_LIBRARY_PATH="$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LRUC_CACHE_DIR="${LRUC_CACHE_DIR:-$kit/cache}"
+# cuBLAS and NVRTC: the runtime looks on the loader's path and in
+# /usr/local/cuda/lib64; where the only copies came with Python wheels
+# (nvidia-cublas, nvidia-cuda-nvrtc), their folder joins the path.
+for name in libcublas.so.13 libnvrtc.so.13; do
+  if ! ldconfig -p | grep -q "$name" && [ ! -e "/usr/local/cuda/lib64/$name" ]; then
+    found="$(find /opt /usr/local/lib /usr/lib -path '*nvidia*' -name "$name" \
+      2>/dev/null | head -1)"
+    [ -n "$found" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
+  fi
+done
 out="${OUT:-$PWD/gpu-out}"
 mkdir -p "$out"
 what="${1:-all}"
@@ -86,9 +99,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   names=("$@")
   [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
   summary="$out/bench-summary.txt"
-  printf '%-11s %6s %10s %8s %7s %10s %10s %12s %8s %9s %9s\n' model batch \
-    "steps/s" paper ratio "scan fwd" "scan bwd" "block f+b ms" "of step" \
-    "token us" "no graph" > "$summary"
+  printf '%-11s %6s %8s %8s %7s %8s %7s %9s %9s %12s %8s %9s %9s\n' model \
+    batch "steps/s" paper ratio "tf32" ratio "scan fwd" "scan bwd" \
+    "block f+b ms" "of step" "token us" "no graph" > "$summary"
   for name in "${names[@]}"; do
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
@@ -98,7 +111,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       continue
     fi
     log="$out/bench-$name.log"
-    steps="$(awk '/^train_step/ { print $4 }' "$log")"
+    steps="$(awk '/^train_step  / { print $4 }' "$log")"
+    tf32="$(awk '/^train_step tf32/ { print $5 }' "$log")"
     scans=($(awk '/scan kernels:/ { print $NF == "bandwidth" ? $(NF-3) : "-" }' \
       "$log"))
     token="$(awk '/^step mode .* \(batch 1: .*graph\)/ { print $3 }' "$log")"
@@ -110,7 +124,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.depth1.so" "$batch" \
           "$iters" > "$out/bench-$name-depth1.log" 2>&1; then
         read -r block share < <(awk -v d="$depth" '
-          /^train_step/ { if (FILENAME == ARGV[1]) step = $2 }
+          /^train_step  / { if (FILENAME == ARGV[1]) step = $2 }
           /^forward\+backward/ { fb[FILENAME] = $2 }
           END { b = (fb[ARGV[1]] - fb[ARGV[2]]) / (d - 1)
                 printf "%.2f %.0f%%\n", b, 100 * b / step }' \
@@ -120,11 +134,13 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
         status=1
       fi
     fi
-    printf '%-11s %6s %10s %8s %6.2fx %10s %10s %12s %8s %9s %9s\n' "$name" \
-      "$batch" "$steps" "${paper[$name]:-?}" "$(awk -v s="$steps" \
-      -v p="${paper[$name]:-0}" 'BEGIN { print p > 0 ? s / p : 0 }')" \
-      "${scans[0]:--}" "${scans[1]:--}" "$block" "$share" "${token:--}" \
-      "${launched:--}" >> "$summary"
+    # (Parenthesised: in awk, `print a > b` writes a to a file named b.)
+    ratio() { awk -v s="$1" -v p="${paper[$name]:-0}" \
+      'BEGIN { print (p > 0 && s > 0 ? s / p : 0) }'; }
+    printf '%-11s %6s %8s %8s %6.2fx %8s %6.2fx %9s %9s %12s %8s %9s %9s\n' \
+      "$name" "$batch" "$steps" "${paper[$name]:-?}" "$(ratio "$steps")" \
+      "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
+      "$block" "$share" "${token:--}" "${launched:--}" >> "$summary"
   done
   echo
   cat "$summary"

@@ -140,6 +140,15 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
                                  const std::vector<size_t> &outputSizes,
                                  int64_t batch, const std::string &name) {
   ASSERT_EQ(g.struct_size, sizeof(lruc_gpu_model));
+  // Whole-sequence results are sums over the steps (scans, pooling, batch
+  // statistics) that the two sides add in different orders: their
+  // rounding grows with the length, so past 4096 steps (Path-X's 16384)
+  // the tolerances do too.
+  int64_t steps = 1;
+  for (int i = 0; i < m.num_inputs; ++i)
+    if (m.inputs[i].rank >= 2)
+      steps = std::max(steps, m.inputs[i].shape[1]);
+  const double longer = std::max(1.0, double(steps) / 4096);
   float *dParams = memory.upload(params), *dState = memory.upload(state);
   std::vector<const void *> dInputs;
   for (size_t i = 0; i < inputs.pointers.size(); ++i)
@@ -177,7 +186,7 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
       << message;
   for (size_t r = 0; r < cpu.size(); ++r)
     expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
+               cpu[r].size(), 1e-4 * longer,
                name + " GPU forward result " + std::to_string(r));
 
   // forward_train: the outputs and the new running statistics.
@@ -196,10 +205,10 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
       << message;
   for (size_t r = 0; r < cpu.size(); ++r)
     expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
+               cpu[r].size(), 1e-4 * longer,
                name + " GPU forward_train result " + std::to_string(r));
   expectSame(memory.download(dNewState, state.size()).data(),
-             cpuNewState.data(), state.size(), 1e-4,
+             cpuNewState.data(), state.size(), 1e-4 * longer,
              name + " GPU new running statistics");
 
   float cpuLoss = NAN;
@@ -216,10 +225,10 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
                        sizeof message),
             0)
       << message;
-  expectSame(memory.download(dLoss, 1).data(), &cpuLoss, 1, 1e-4,
+  expectSame(memory.download(dLoss, 1).data(), &cpuLoss, 1, 1e-4 * longer,
              name + " GPU loss");
   expectSame(memory.download(dGrads, cpuGrads.size()).data(), cpuGrads.data(),
-             cpuGrads.size(), 1e-3, name + " GPU gradients");
+             cpuGrads.size(), 1e-3 * longer, name + " GPU gradients");
 
   // One AdamW step from the same blocks, in place on each side.
   std::vector<float> zeros(m.param_floats, 0.0f);
@@ -239,7 +248,7 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
       << message;
   for (size_t r = 0; r < cpu.size(); ++r)
     expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
-               cpu[r].size(), 1e-4,
+               cpu[r].size(), 1e-4 * longer,
                name + " GPU train_step result " + std::to_string(r));
   // The first step moves a parameter by about lr * sign(g): compared
   // within 2.5 lr, as against the interpreter (a gradient near 0 may take
@@ -249,11 +258,11 @@ inline void expectGpuScheduleMatchesCpu(const lruc_gpu_model &g,
     ASSERT_NEAR(stepped[k], cpuParams[k], 2.5e-3)
         << name << " GPU updated parameter [" << k << "]";
   expectSame(memory.download(dM, zeros.size()).data(), cpuM.data(),
-             zeros.size(), 1e-3, name + " GPU adam_m");
+             zeros.size(), 1e-3 * longer, name + " GPU adam_m");
   expectSame(memory.download(dV, zeros.size()).data(), cpuV.data(),
-             zeros.size(), 1e-3, name + " GPU adam_v");
+             zeros.size(), 1e-3 * longer, name + " GPU adam_v");
   expectSame(memory.download(dState, state.size()).data(), cpuState.data(),
-             state.size(), 1e-4, name + " GPU running statistics");
+             state.size(), 1e-4 * longer, name + " GPU running statistics");
 
   // Step mode: three steps of the same inputs (tokens 1, features 0.5)
   // from a reset carry, the predictions after each and the last carry.
