@@ -131,7 +131,7 @@ def run_torch(args):
             out[form] = {"skipped": f"the parallel scan would keep about "
                                     f"{need / 2 ** 30:.0f} GiB"}
             continue
-        model = lru_torch.Model(spec, fft=(form == "fft"))
+        model = lru_torch.Model(spec, fft=(form == "fft"), lruc_dropout=False)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3,
                                       foreach=True)
 

@@ -8,13 +8,15 @@ bench/reference/lru_jax.py (the paper's Appendix A: lax.associative_scan,
 jit-compiled, warm) and for PyTorch eager (lru_torch.py, its parallel scan
 and its FFT form) on the same device; the speed-up is the faster framework
 over lruc (issue target: at least 5x JAX on an H100). The frameworks run
-on lruc's initial parameters and a padded batch, in fp32 throughout (no
-TF32: JAX's matmul precision "highest", PyTorch's default for matmuls);
-times are the median of `--iters` steps after warm-up, each closed by a
-device synchronisation.
+on lruc's initial parameters and a padded batch, every side's matrix
+products in the same arithmetic (--matmul): fp32 (JAX's precision
+"highest", PyTorch's default, lruc's default) or TF32 on tensor cores;
+times are the mean of `--iters` steps queued back to back after warm-up,
+closed by one device synchronisation (as lru-train and lruc-bench-gpu run).
 
   python3 bench/compare/gpu.py --kit /tmp/lruc-gpu-kit [--configs listops,text]
-      [--iters 20] [--frameworks jax,torch] [--batch N] [--json FILE]
+      [--iters 20] [--frameworks jax,torch] [--matmul fp32|tf32] [--batch N]
+      [--json FILE]
 Runs on the GPU machine's own Python (it has JAX and PyTorch with CUDA);
 without a GPU the frameworks run on the CPU (for checking the script).
 """
@@ -54,8 +56,9 @@ def queued_time(step, sync, iters, warmup=3):
     return (time.perf_counter() - start) / iters
 
 
-def lruc_train_step(kit, name, batch, iters):
-    """lruc-bench-gpu's train step time (seconds) and its device line."""
+def lruc_train_step(kit, name, batch, iters, matmul):
+    """lruc-bench-gpu's train step time (seconds) with `matmul` GEMMs and
+    its device line."""
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = str(kit / "lib") + (
         ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -65,7 +68,8 @@ def lruc_train_step(kit, name, batch, iters):
          str(batch), str(iters)], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"lruc-bench-gpu {name}: {result.stderr.strip()}")
-    step = re.search(r"^train_step\s+([0-9.]+) ms", result.stdout, re.M)
+    line = r"^train_step\s+" if matmul == "fp32" else r"^train_step tf32\s+"
+    step = re.search(line + r"([0-9.]+) ms", result.stdout, re.M)
     device = re.search(r"^device: (.*?);", result.stdout, re.M)
     if not step:
         raise RuntimeError(f"lruc-bench-gpu {name}: no train_step line in\n"
@@ -73,14 +77,15 @@ def lruc_train_step(kit, name, batch, iters):
     return float(step.group(1)) * 1e-3, device.group(1) if device else "?"
 
 
-def jax_train_step(spec, library, params, state, inputs, iters):
+def jax_train_step(spec, library, params, state, inputs, iters, matmul):
     """JAX: value_and_grad of the model and lruc's AdamW, one jit."""
     import jax
     import lru_jax
-    # fp32 products, as lruc's cublasSgemm (JAX's default on a GPU rounds
-    # their inputs to TF32).
-    jax.config.update("jax_default_matmul_precision", "highest")
-    apply = lru_jax.make_model(spec)
+    # The products' arithmetic named, as lruc's: fp32 ("highest") or TF32
+    # (what JAX's default gives on a GPU).
+    jax.config.update("jax_default_matmul_precision",
+                      "highest" if matmul == "fp32" else "tensorfloat32")
+    apply = lru_jax.make_model(spec, lruc_dropout=False)
     train = library.manifest["optimizer"]
     p = {k: jax.numpy.asarray(v) for k, v in params.items()}
     s = {k: jax.numpy.asarray(v) for k, v in state.items()}
@@ -109,16 +114,17 @@ def jax_train_step(spec, library, params, state, inputs, iters):
     return seconds, str(jax.devices()[0])
 
 
-def torch_train_step(spec, inputs, iters, fft):
+def torch_train_step(spec, inputs, iters, fft, matmul):
     """PyTorch eager on the GPU (or the CPU), lru_torch's scan or FFT form."""
     import torch
     import lru_torch
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.backends.cuda.matmul.allow_tf32 = matmul == "tf32"
     if device == "cuda":  # the model's own tensors too (PyTorch 2)
         torch.set_default_device(device)
     out_of_memory = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
     try:
-        model = lru_torch.Model(spec, fft=fft)
+        model = lru_torch.Model(spec, fft=fft, lruc_dropout=False)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3,
                                       foreach=True)
         x = {k: torch.as_tensor(v, device=device) for k, v in inputs.items()}
@@ -153,19 +159,20 @@ def compare(kit, name, args):
     params = ModelLibrary.unpack(block, library.params)
     state = ModelLibrary.unpack(state_block, library.state)
     inputs = make_inputs(library, batch, 0)
-    row = {"model": name, "batch": batch}
+    row = {"model": name, "batch": batch, "matmul": args.matmul}
     row["lruc_s"], row["lruc_device"] = lruc_train_step(kit, name, batch,
-                                                        args.iters)
+                                                        args.iters, args.matmul)
     # A framework that fails (out of memory at Path-X's batch, say) leaves
     # its cell empty and says why; the others still run.
     runs = []
     if "jax" in args.frameworks:
         runs.append(("jax", lambda: jax_train_step(
-            spec, library, params, state, inputs, args.iters)))
+            spec, library, params, state, inputs, args.iters, args.matmul)))
     if "torch" in args.frameworks:
         for form in ("scan", "fft"):
             runs.append((f"torch_{form}", lambda form=form: torch_train_step(
-                spec, inputs, args.iters, fft=(form == "fft"))))
+                spec, inputs, args.iters, fft=(form == "fft"),
+                matmul=args.matmul)))
     for key, run in runs:
         try:
             row[f"{key}_s"], row[f"{key.split('_')[0]}_device"] = run()
@@ -185,6 +192,11 @@ def main():
     parser.add_argument("--batch", type=int,
                         help="instead of each model's Table 9 batch")
     parser.add_argument("--frameworks", default="jax,torch")
+    parser.add_argument("--matmul", choices=("fp32", "tf32"), default="fp32",
+                        help="the products' arithmetic, the same for all: "
+                        "fp32 (JAX 'highest'; lruc's default) or tf32 "
+                        "(JAX 'tensorfloat32', PyTorch allow_tf32, lruc "
+                        "--matmul tf32)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     args.frameworks = args.frameworks.split(",")

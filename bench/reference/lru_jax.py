@@ -109,9 +109,12 @@ def layer_norm(p, prefix, x, eps=1e-5):
         + p[prefix + ".bias"]
 
 
-def make_model(spec):
+def make_model(spec, lruc_dropout=True):
     """apply(params, state, inputs, train, dropout_key) ->
-    (loss, (predictions, new state)), for jax.grad(..., has_aux=True)."""
+    (loss, (predictions, new state)), for jax.grad(..., has_aux=True).
+    lruc_dropout: lruc's dropout masks (philox.py, the same numbers, drawn
+    by numpy when traced: constants of a jit); False: JAX's own
+    (jax.random.bernoulli), as a benchmark times it."""
     layers = list(spec.param_layers())
     sites_per_tower = sum(1 for _, layers_ in spec.blocks for l in layers_
                           if l.kind == "dropout")
@@ -152,9 +155,14 @@ def make_model(spec):
                            activation(a["activation"],
                                       linear(p, prefix + ".fc1", y)))
             elif layer.kind == "dropout":
-                if train and a["rate"] > 0:
+                if train and a["rate"] > 0 and lruc_dropout:
                     keep = keep_mask(y.shape, key, site, a["rate"])
                     y = y * keep / (1 - a["rate"])
+                elif train and a["rate"] > 0:
+                    rng = jax.random.fold_in(
+                        jax.random.PRNGKey(int(key[0])), int(key[1]) * 1024 + site)
+                    keep = jax.random.bernoulli(rng, 1 - a["rate"], y.shape)
+                    y = jnp.where(keep, y / (1 - a["rate"]), 0)
                 site += 1
             else:
                 y = activation(layer.kind, y, a.get("approximate", False))

@@ -54,9 +54,11 @@ def prefix_mask(lengths, steps):
 class Ctx:
     """What the layers of one tower call see: padding, mode, dropout."""
 
-    def __init__(self, mask, train, dropout_key, first_site, fft=False):
+    def __init__(self, mask, train, dropout_key, first_site, fft=False,
+                 lruc_dropout=True):
         self.mask, self.train, self.fft = mask, train, fft
         self.dropout_key, self.site = dropout_key, first_site
+        self.lruc_dropout = lruc_dropout
 
 
 def complex_input(u, B_re, B_im):
@@ -176,8 +178,10 @@ class Dropout(nn.Module):
         ctx.site += 1
         if not ctx.train or self.rate == 0:
             return x
+        if not ctx.lruc_dropout:  # PyTorch's own masks (for timing)
+            return F.dropout(x, self.rate, training=True)
         keep = keep_mask(tuple(x.shape), ctx.dropout_key, site, self.rate)
-        return x * torch.from_numpy(keep) / (1 - self.rate)
+        return x * torch.from_numpy(keep).to(x.device) / (1 - self.rate)
 
 
 class Activation(nn.Module):
@@ -290,11 +294,13 @@ class Block(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(self, spec, fft=False):
+    def __init__(self, spec, fft=False, lruc_dropout=True):
         """fft: the LRU's scans as FFT convolutions instead of the parallel
-        scan (the faster one depends on the model and machine)."""
+        scan (the faster one depends on the model and machine).
+        lruc_dropout: lruc's dropout masks (philox.py, the same numbers);
+        False: PyTorch's own (F.dropout), as a benchmark times it."""
         super().__init__()
-        self.spec, self.fft = spec, fft
+        self.spec, self.fft, self.lruc_dropout = spec, fft, lruc_dropout
         inp, enc = spec.input, spec.encoder
         h = enc.args["width"]
         if enc.args["kind"] == "embedding":
@@ -322,7 +328,7 @@ class Model(nn.Module):
     def tower(self, seq, lengths, train, dropout_key, tower_index):
         mask = prefix_mask(lengths, seq.shape[1])
         ctx = Ctx(mask, train, dropout_key, tower_index * self.sites_per_tower,
-                  self.fft)
+                  self.fft, self.lruc_dropout)
         x = self.encoder(seq)
         for block in self.blocks:
             x = block(x, ctx)
