@@ -95,10 +95,9 @@ int main(int argc, char **argv) try {
   double start = seconds();
   if (!device->loadKernels(source(), g->kernels, g->num_kernels, error))
     return fail(error);
-  std::printf("device: %s (%s); kernels ready in %.1f s (NVRTC or its "
-              "cache)\n",
+  std::printf("device: %s (%s); kernels ready in %.1f s (%s)\n",
               device->name().c_str(), device->arch().c_str(),
-              seconds() - start);
+              seconds() - start, device->kernelsFrom().c_str());
 
   std::vector<float> params(m->param_floats), state(m->state_floats + 1);
   char message[512] = "";

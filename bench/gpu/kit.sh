@@ -4,8 +4,8 @@
 # LLVM/MLIR, so lruc cannot be built there): every model of models/ and
 # examples/ as a portable model library (`lruc --portable`: any x86-64 CPU
 # with AVX2 and FMA) with its Table 9 batch and its architecture
-# (--emit=ast, for bench/compare/gpu.py), their PTX for sm_90 in the kit's
-# PTX cache (lruc-kit-ptx), lruc-gpu-library-tests,
+# (--emit=ast, for bench/compare/gpu.py), their PTX and machine code for
+# sm_90 in the kit's PTX cache (lruc-kit-ptx), lruc-gpu-library-tests,
 # lruc-bench-gpu and the trainer, the shared libraries they load that a CUDA
 # image may lack (OpenBLAS and the like), and device.sh, in one compressed
 # archive (the device tool carries at most 64 MiB).
@@ -59,8 +59,10 @@ cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
   "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
 
 # Every library's PTX for sm_90 (H100, H200), in the cache device.sh points
-# NVRTC at: a device whose NVRTC has this version compiles nothing. Without
-# NVRTC here the kit goes without (the device compiles).
+# NVRTC at: a device whose NVRTC has this version compiles nothing; and its
+# machine code (ptxas), which spares the device's driver its compile of the
+# PTX at each fresh machine's first load. Without NVRTC here the kit goes
+# without (the device compiles).
 if ! ls "$stage"/models/*.so "$stage"/train/*.so |
     LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$bin/lruc-kit-ptx" sm_90 >&2; then
   echo "kit.sh: no PTX in the kit (lruc-kit-ptx failed above); the GPU machine will compile it" >&2

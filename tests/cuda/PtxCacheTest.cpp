@@ -138,6 +138,29 @@ TEST_F(PtxCache, AnUnwritableCacheStillCompiles) {
   EXPECT_NE(warning.find(dir), std::string::npos) << warning;
 }
 
+TEST_F(PtxCache, KeepsMachineCodeByItsPtxAndArchitecture) {
+  std::string ptx, code, error;
+  compile(kSource, "compute_90", {}, ptx);
+  EXPECT_FALSE(lruc::cuda::findMachineCode(dir, ptx, "sm_90", code));
+  // Any bytes stand for ptxas's output here: the cache only keeps them.
+  const std::string machine("\x7f" "ELF machine code\0with NULs", 27);
+  ASSERT_TRUE(lruc::cuda::storeMachineCode(dir, ptx, "sm_90", machine, error))
+      << error;
+  ASSERT_TRUE(lruc::cuda::findMachineCode(dir, ptx, "sm_90", code));
+  EXPECT_EQ(code, machine);
+  EXPECT_FALSE(lruc::cuda::findMachineCode(dir, ptx, "sm_80", code));
+  EXPECT_FALSE(lruc::cuda::findMachineCode(dir, ptx + "\n", "sm_90", code));
+  EXPECT_FALSE(lruc::cuda::findMachineCode("", ptx, "sm_90", code));
+  // A damaged entry is no machine code (the PTX is loaded instead).
+  for (const fs::path &entry : entries())
+    if (entry.extension() == ".cubin") {
+      std::string bytes = readBytes(entry);
+      bytes[bytes.size() - 3] ^= 0x01;
+      writeBytes(entry, bytes);
+    }
+  EXPECT_FALSE(lruc::cuda::findMachineCode(dir, ptx, "sm_90", code));
+}
+
 TEST(PtxCacheDirectory, FollowsTheEnvironment) {
   // The three variables as they were, put back at the end.
   std::vector<std::pair<const char *, std::optional<std::string>>> saved;

@@ -534,6 +534,10 @@ LRUC_EXPORT int cuModuleLoadData(void **module, const void *image) {
     return error;
   if (!module || !image)
     return kInvalidValue;
+  // Machine code (an ELF image: a kit's cubin) is declined as by a device
+  // of another architecture; the caller falls back to the PTX.
+  if (std::memcmp(image, "\x7f" "ELF", 4) == 0)
+    return kNoBinaryForGpu;
   const std::string ptx(static_cast<const char *>(image));
   int target = 0;
   EntryParams entries = entriesOf(ptx, target);

@@ -268,11 +268,23 @@ bool Device::loadKernels(const std::string &source, const char *const *names,
   PtxCacheOutcome outcome;
   if (!compileModelPtx(source, arch_, ptx, outcome, warning, error))
     return false;
-  if (CUresult r = api_->moduleLoadData(&module_, ptx.c_str())) {
-    module_ = nullptr;
-    error = driverError(*api_, r, "loading the model's kernels (" + arch_ +
-                                      ")");
-    return false;
+  // Machine code a kit brought for this PTX, where the driver takes it (a
+  // driver older than the ptxas that made it does not): no compile here.
+  std::string code;
+  kernelsFrom_ = "PTX, compiled by the driver";
+  if (findMachineCode(defaultPtxCacheDirectory(), ptx, arch_, code)) {
+    if (api_->moduleLoadData(&module_, code.data()) == 0)
+      kernelsFrom_ = "machine code from the cache";
+    else
+      module_ = nullptr;
+  }
+  if (!module_) {
+    if (CUresult r = api_->moduleLoadData(&module_, ptx.c_str())) {
+      module_ = nullptr;
+      error = driverError(*api_, r, "loading the model's kernels (" + arch_ +
+                                        ")");
+      return false;
+    }
   }
   kernels_.assign(count, nullptr);
   for (int k = 0; k < count; ++k)

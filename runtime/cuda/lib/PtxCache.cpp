@@ -11,7 +11,9 @@
 //   N bytes of PTX
 //
 // Anything else (a truncated file, a flipped byte, another key) fails the
-// checks and is rebuilt.
+// checks and is rebuilt. Machine code compiled from an entry's PTX ahead of
+// time (a GPU kit's, by ptxas) is DIRECTORY/KEY.ARCH.cubin in the same
+// format, KEY hashed from the PTX and the architecture.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +94,29 @@ bool readEntry(const std::string &path, const std::string &key,
   return true;
 }
 
+/// Writes `body` as the entry for `key` at `path`, atomically.
+bool writeEntry(const std::string &path, const std::string &key,
+                const std::string &body, std::string &error) {
+  std::string entry = std::string(kMagic) + "\nkey " + key + "\nbytes " +
+                      std::to_string(body.size()) + "\ncheck " +
+                      checksum(body) + "\n\n" + body;
+  return core::writeFileAtomically(path, entry, error);
+}
+
+/// The key of the machine code of `ptx` for `deviceArch`, and its path.
+std::string machineCodeKey(const std::string &ptx,
+                           const std::string &deviceArch) {
+  std::string keyText = std::string(kMagic) + '\0' + deviceArch + '\0' + ptx;
+  return hex(fnv1a(keyText, 0xcbf29ce484222325ull)) +
+         hex(fnv1a(keyText, 0x84222325cbf29ce4ull));
+}
+std::string machineCodePath(const std::string &directory,
+                            const std::string &ptx,
+                            const std::string &deviceArch) {
+  return directory + "/" + machineCodeKey(ptx, deviceArch) + "." +
+         deviceArch + ".cubin";
+}
+
 } // namespace
 
 std::string defaultPtxCacheDirectory() {
@@ -138,13 +163,30 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
     warning = "cannot create the PTX cache " + directory + ": " + ec.message();
     return true;
   }
-  std::string entry = std::string(kMagic) + "\nkey " + key + "\nbytes " +
-                      std::to_string(ptx.size()) + "\ncheck " + checksum(ptx) +
-                      "\n\n" + ptx;
   std::string writeError;
-  if (!core::writeFileAtomically(path, entry, writeError))
+  if (!writeEntry(path, key, ptx, writeError))
     warning = "PTX not cached: " + writeError;
   return true;
+}
+
+bool findMachineCode(const std::string &directory, const std::string &ptx,
+                     const std::string &deviceArch, std::string &code) {
+  return !directory.empty() &&
+         readEntry(machineCodePath(directory, ptx, deviceArch),
+                   machineCodeKey(ptx, deviceArch), code);
+}
+
+bool storeMachineCode(const std::string &directory, const std::string &ptx,
+                      const std::string &deviceArch, const std::string &code,
+                      std::string &error) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    error = "cannot create " + directory + ": " + ec.message();
+    return false;
+  }
+  return writeEntry(machineCodePath(directory, ptx, deviceArch),
+                    machineCodeKey(ptx, deviceArch), code, error);
 }
 
 bool compileModelPtx(const std::string &source, const std::string &deviceArch,

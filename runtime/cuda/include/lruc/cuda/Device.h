@@ -54,11 +54,17 @@ public:
   const std::string &arch() const { return arch_; }
 
   /// Compiles `source` (a library's lruc_cuda_source()) for this device
-  /// through the PTX cache, loads it and finds the kernels `names` (the
+  /// through the PTX cache (machine code for the device there, when a kit
+  /// brought it, spares the driver's compile), loads it and finds the
+  /// kernels `names` (the
   /// library's lruc_gpu_model::kernels, whose indices the schedule
   /// launches). False with NVRTC's or the driver's message in `error`.
   bool loadKernels(const std::string &source, const char *const *names,
                    int count, std::string &error);
+
+  /// Where loadKernels found the kernels: "machine code from the cache" (a
+  /// kit's, findMachineCode) or "PTX, compiled by the driver".
+  const std::string &kernelsFrom() const { return kernelsFrom_; }
 
   /// The schedule's callbacks on this device (after loadKernels).
   const lruc_gpu_ops *ops() const { return &ops_; }
@@ -136,7 +142,7 @@ private:
   };
   bool timing_ = false;
   std::vector<TimedLaunch> timed_; ///< not yet read by kernelTimes
-  std::string name_, arch_;
+  std::string name_, arch_, kernelsFrom_;
   lruc_gpu_ops ops_{};
 };
 

@@ -46,6 +46,18 @@ bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                      std::string &ptx, PtxCacheOutcome &outcome,
                      std::string &warning, std::string &error);
 
+/// Machine code for `deviceArch` ("sm_90") compiled from `ptx` ahead of
+/// time (ptxas, by a GPU kit's lruc-kit-ptx) and kept in the cache in
+/// `directory`: a device that loads it skips the driver's compile of the
+/// PTX (seconds a model, on every fresh machine). `find` is false when
+/// there is none or it fails its checks; `store` writes it atomically,
+/// false with the reason in `error`.
+bool findMachineCode(const std::string &directory, const std::string &ptx,
+                     const std::string &deviceArch, std::string &code);
+bool storeMachineCode(const std::string &directory, const std::string &ptx,
+                      const std::string &deviceArch, const std::string &code,
+                      std::string &error);
+
 } // namespace lruc::cuda
 
 #endif // LRUC_CUDA_PTXCACHE_H
