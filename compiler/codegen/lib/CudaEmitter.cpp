@@ -726,6 +726,7 @@ private:
     gridLoop(tableCount);
     os << "    out0[i] = 0.0f;\n  }\n}\n\n";
     std::string count = countExpr(op.getUpdates());
+    // 48 KiB: the static shared memory a block may have without opting in.
     constexpr int64_t kSharedFloats = 12 * 1024;
     if (rows * 32 > kSharedFloats) {
       begin(op, "", count, {op.getUpdates(), op.getIndices()},
@@ -739,8 +740,8 @@ private:
     // Blocks: (32-column slice, group of update rows); a warp per update
     // row, its lanes the slice's columns. Fewer groups for more rows: each
     // group's copy costs a table's worth of atomics at the end.
-    int64_t slices = (columns + 31) / 32, kRowGroups = rows <= 64 ? 128 : 32;
-    begin(op, "", std::to_string(slices * kRowGroups),
+    int64_t slices = (columns + 31) / 32, rowGroups = rows <= 64 ? 128 : 32;
+    begin(op, "", std::to_string(slices * rowGroups),
           {op.getUpdates(), op.getIndices()}, {op.getResult()},
           /*blockPerOutput=*/true);
     os << "  __shared__ float slice[" << rows << " * 32];\n"
@@ -753,7 +754,7 @@ private:
        << "  __syncthreads();\n"
        << "  LRUC_UNROLL_8\n"
        << "  for (int64_t e = group * warps + threadIdx.x / 32; e < (" << count
-       << ") / " << width << "; e += " << kRowGroups << " * warps) {\n"
+       << ") / " << width << "; e += " << rowGroups << " * warps) {\n"
        << "    const float value = column < " << width << " ? in0[e * "
        << width << " + column] : 0.0f;\n"
        << "    const int64_t index = in1[e];\n"
