@@ -46,6 +46,13 @@ for name in "${names[@]}"; do
     "$bin/lruc" "$file" --portable -D DEPTH=1 -o "$stage/models/$name.depth1.so" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   fi
+  # The scans with the fewest channels a sequence (B x N / 32 blocks) also
+  # with blocks of 16 warps: device.sh bench compares the two.
+  case "$name" in text|listops|pathx)
+    "$bin/lruc" "$file" --portable --cuda-scan-warps=16 \
+      -o "$stage/models/$name.w16.so" &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done ;;
+  esac
 done
 for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 

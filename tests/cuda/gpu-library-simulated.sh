@@ -18,7 +18,14 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -o "$work/pathfinder.so"
 "$bin/lruc" "$src/models/retrieval.lru" "${small[@]}" -o "$work/retrieval.so"
 "$bin/lruc" "$src/examples/tagging.lru" "${small[@]}" -o "$work/tagging.so"
-libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging}.so)
+# Longer sequences (40 steps: whole runs of 16 steps a thread, unrolled,
+# and a partial one) with other scan block sizes (--cuda-scan-warps):
+# ListOps' causal scan at 32 warps, Pathfinder's bidirectional one at 4.
+"$bin/lruc" "$src/models/listops.lru" "${small[@]}" -D L=40 \
+  --cuda-scan-warps=32 -o "$work/listops_w32.so"
+"$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=40 \
+  --cuda-scan-warps=4 -o "$work/pathfinder_w4.so"
+libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done

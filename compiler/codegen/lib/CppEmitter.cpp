@@ -1652,7 +1652,7 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
   if (options.embedCuda) {
     llvm::raw_string_ostream cudaStream(cuda);
     FailureOr<std::vector<CudaFunctionPlan>> plans =
-        writeCudaSource(module, cudaStream);
+        writeCudaSource(module, cudaStream, options.cuda);
     if (failed(plans))
       return failure();
     cudaStream.flush();

@@ -12,13 +12,14 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "lru/LRUOps.h"
+#include "lruc/Codegen.h"
 
 #include <string>
 #include <vector>
 
 namespace lruc {
 
-/// Threads a block of every launch.
+/// Threads a block of every launch but the scans (CudaLaunch::blockThreads).
 constexpr int kCudaBlockThreads = 256;
 /// Steps each thread of a scan kernel takes per tile (the block's warps
 /// take consecutive runs of this many steps; see writeTiledScan).
@@ -46,6 +47,8 @@ struct CudaLaunch {
   bool reports = false;
   /// The threads of a block synchronise (__syncthreads, warp shuffles).
   bool synchronises = false;
+  /// Threads a block (a scan kernel's: 32 * CudaOptions::scanWarps).
+  int blockThreads = kCudaBlockThreads;
 
   bool isGemm() const { return kernel == "cublas"; }
 };
@@ -64,7 +67,8 @@ struct CudaFunctionPlan {
 
 /// Writes emitCuda's source to `os` and returns each function's launches.
 mlir::FailureOr<std::vector<CudaFunctionPlan>>
-writeCudaSource(mlir::ModuleOp module, llvm::raw_ostream &os);
+writeCudaSource(mlir::ModuleOp module, llvm::raw_ostream &os,
+                const CudaOptions &options);
 
 /// Writes the host schedule of `plans` (runtime/include/lruc_gpu.h):
 /// `bool gpu_run_<function>(ops, workspace, B, params, state, args,

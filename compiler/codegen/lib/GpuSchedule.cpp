@@ -126,7 +126,8 @@ public:
       for (size_t k = 0; k < launch.operands.size(); ++k)
         os << ", &p" << k;
       os << "};\n    if (n > 0 && !gpuLaunch(ops, " << launch.index << ", n, "
-         << (launch.blockPerOutput ? 1 : 0) << ", a, \"" << launch.kernel
+         << (launch.blockPerOutput ? 1 : 0) << ", " << launch.blockThreads
+         << ", a, \"" << launch.kernel
          << "\", error))\n      return false;\n  }\n";
     }
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -236,10 +237,8 @@ bool gpuCopy(const lruc_gpu_ops *ops, void *dst, const void *src,
                    nullptr, error);
 }
 bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
-               int32_t blockPerOutput, void **args, const char *name,
-               std::string &error) {
-  const int64_t threads = )cpp"
-     << kCudaBlockThreads << R"cpp(;
+               int32_t blockPerOutput, int32_t threads, void **args,
+               const char *name, std::string &error) {
   const int64_t blocks = blockPerOutput ? n : (n + threads - 1) / threads;
   return gpuCalled(ops->launch(ops->context, kernel, blocks, int32_t(threads),
                                blockPerOutput, args),

@@ -125,6 +125,13 @@ cl::opt<bool> portable(
              "library that runs on another machine"),
     cl::cat(lrucCategory));
 
+cl::opt<int> cudaScanWarps(
+    "cuda-scan-warps",
+    cl::desc("Warps of a CUDA scan kernel's block, 1-32 (default 8): more "
+             "keep more of a sequence's loads in flight, for models with few "
+             "channels a sequence; for tuning with bench/gpu"),
+    cl::value_desc("N"), cl::init(8), cl::cat(lrucCategory));
+
 cl::opt<bool> ignoreTrain(
     "no-train",
     cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
@@ -255,6 +262,13 @@ int main(int argc, char **argv) {
                               "  --stats  print each library function's ops, "
                               "fused groups and memory plan to stderr\n");
 
+  if (cudaScanWarps < 1 || cudaScanWarps > 32)
+    return fail("--cuda-scan-warps must lie in 1-32 (a block has at most "
+                "1024 threads), not " +
+                llvm::Twine(int(cudaScanWarps)));
+  lruc::CudaOptions cudaOptions;
+  cudaOptions.scanWarps = cudaScanWarps;
+
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
   if (std::error_code ec = buffer.getError())
     return fail("cannot read '" + inputPath + "': " + ec.message());
@@ -322,10 +336,11 @@ int main(int argc, char **argv) {
     lruc::CppOptions cppOptions;
     cppOptions.profile = profile;
     cppOptions.embedCuda = true;
+    cppOptions.cuda = cudaOptions;
     if (mlir::failed(lruc::emitCpp(*module, os, cppOptions)))
       return 1;
   } else if (emitStage == Stage::Cuda || emitStage == Stage::Ptx) {
-    if (mlir::failed(lruc::emitCuda(*module, os)))
+    if (mlir::failed(lruc::emitCuda(*module, os, cudaOptions)))
       return 1;
     if (emitStage == Stage::Ptx) {
       std::string ptx, error;

@@ -33,6 +33,15 @@ void buildFusionPipeline(mlir::OpPassManager &pm, bool recompute = false);
 /// take (the kernel-level IR, `lruc --emit=kernel`).
 void buildCpuPipeline(mlir::OpPassManager &pm, bool recompute = false);
 
+/// Choices of the CUDA code (`lruc --cuda-scan-warps`).
+struct CudaOptions {
+  /// Warps of a scan kernel's block (1-32): each takes a run of steps of
+  /// every tile, so more warps keep more of a sequence's loads in flight
+  /// (a block per sequence and 32 channels is all the parallelism a scan
+  /// over few channels has).
+  int scanWarps = 8;
+};
+
 /// What the emitted library does besides the C ABI.
 struct CppOptions {
   /// Time every op and export lruc_profile / lruc_profile_reset
@@ -42,6 +51,7 @@ struct CppOptions {
   /// library as `const char *lruc_cuda_source(void)` for the runtime to
   /// compile with NVRTC (what `lruc -o` builds).
   bool embedCuda = false;
+  CudaOptions cuda;
 };
 
 /// Writes the library's C++ source to `os`. Emits an error at the op and
@@ -54,7 +64,8 @@ mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
 /// the CUDA backend): the device prelude, a kernel per op of each function
 /// of the kernel-level IR (buildCpuPipeline's output), and the launch plan
 /// as a closing comment. Fails with an error at an op it cannot generate.
-mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os,
+                             const CudaOptions &options = {});
 
 /// Compiles the CUDA source from emitCuda to PTX for `gpuArch` ("sm_80",
 /// "sm_90", ...) with NVRTC (opened at run time), `nvrtcOptions` appended
