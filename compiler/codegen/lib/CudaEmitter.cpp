@@ -161,9 +161,10 @@ private:
     lru::ScanOp scan = layout.scan;
     // A thread per element, or per (chunk, column) for a group with sums;
     // a scan group: a block per (sequence, 32 channels).
+    const int blockThreads = scan ? 32 * options.scanWarps : kCudaBlockThreads;
     std::string threads =
         scan ? "B * " + std::to_string(columnBlocks(layout)) + " * " +
-                   std::to_string(32 * options.scanWarps)
+                   std::to_string(blockThreads)
         : layout.sums ? "(" + layout.chunks + ") * " + layout.last
                       : productExpr(op.getLoopType().getShape());
     SmallVector<Value> results(op.getResults()), sums;
@@ -189,8 +190,7 @@ private:
       return "sum" + std::to_string(n) + part.str();
     };
     begin(op, scan ? "_scan" : "", threads, inputs, results,
-          /*blockPerOutput=*/false,
-          scan ? 32 * options.scanWarps : kCudaBlockThreads);
+          /*blockPerOutput=*/false, blockThreads);
     element.writeConstants(os);
     if (scan) {
       current->back().synchronises = true;

@@ -51,6 +51,12 @@ std::string hex(uint64_t value) {
   return text;
 }
 
+/// An entry's KEY: 32 hex digits, `keyText` hashed from two bases.
+std::string keyOf(const std::string &keyText) {
+  return hex(fnv1a(keyText, 0xcbf29ce484222325ull)) +
+         hex(fnv1a(keyText, 0x84222325cbf29ce4ull));
+}
+
 std::string checksum(const std::string &ptx) {
   return hex(fnv1a(ptx, 0xcbf29ce484222325ull));
 }
@@ -106,9 +112,7 @@ bool writeEntry(const std::string &path, const std::string &key,
 /// The key of the machine code of `ptx` for `deviceArch`, and its path.
 std::string machineCodeKey(const std::string &ptx,
                            const std::string &deviceArch) {
-  std::string keyText = std::string(kMagic) + '\0' + deviceArch + '\0' + ptx;
-  return hex(fnv1a(keyText, 0xcbf29ce484222325ull)) +
-         hex(fnv1a(keyText, 0x84222325cbf29ce4ull));
+  return keyOf(std::string(kMagic) + '\0' + deviceArch + '\0' + ptx);
 }
 std::string machineCodePath(const std::string &directory,
                             const std::string &ptx,
@@ -145,8 +149,7 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
   for (const std::string &option : extraOptions)
     keyText += option + '\0';
   keyText += '\0' + source;
-  std::string key = hex(fnv1a(keyText, 0xcbf29ce484222325ull)) +
-                    hex(fnv1a(keyText, 0x84222325cbf29ce4ull));
+  std::string key = keyOf(keyText);
   std::string path = directory + "/" + key + ".ptx";
 
   std::error_code ec;
