@@ -446,6 +446,8 @@ LogicalResult FusedOp::verify() {
         llvm::all_of(arg.getUses(), [](OpOperand &use) {
           if (auto scan = dyn_cast<ScanOp>(use.getOwner()))
             return use.get() != scan.getB();
+          if (auto shift = dyn_cast<ShiftOp>(use.getOwner()))
+            return use.get() != shift.getX();
           auto broadcast = dyn_cast<BroadcastOp>(use.getOwner());
           return broadcast && use.getOperandNumber() == 0;
         });
@@ -498,6 +500,19 @@ LogicalResult FusedOp::verify() {
                         [](Operation *user) { return isa<YieldOp>(user); }))
         return op.emitOpError("in an lru.fused group is read only by the "
                               "group's lru.yield");
+      continue;
+    }
+    if (auto shift = dyn_cast<ShiftOp>(op)) {
+      // A scan group's loop walks time: the previous (or next) step of an
+      // input is a read of it, over the scan's sequences.
+      ScanOp scan = getScan();
+      if (!scan || !sameShape(shift.getType()) ||
+          !llvm::all_of(shift->getOperands(),
+                        [](Value v) { return isa<BlockArgument>(v); }) ||
+          shift.getLengths() != scan.getLengths())
+        return op.emitOpError("in an lru.fused group needs the group's scan, "
+                              "of its shape, and its x, init and lengths "
+                              "(the scan's) from the group's inputs");
       continue;
     }
     auto constant = dyn_cast<arith::ConstantOp>(op);

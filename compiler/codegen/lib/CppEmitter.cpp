@@ -1706,6 +1706,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 
 void buildFusionPipeline(OpPassManager &pm, bool recompute) {
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createRematerializePass());
   if (recompute)
     pm.addNestedPass<func::FuncOp>(createRecomputePass());
   pm.addNestedPass<func::FuncOp>(createFuseMultiTensorPass());

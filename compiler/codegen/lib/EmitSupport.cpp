@@ -232,6 +232,25 @@ LogicalResult FusedBody::writeElement(
       scalars[broadcast.getResult()] = name;
       continue;
     }
+    if (auto shift = dyn_cast<lru::ShiftOp>(inner)) {
+      // In a scan group (the verifier's rule): the input's previous step
+      // (next, reversed), `init` at a sequence's first (last) real step,
+      // zero past its length.
+      if (!scan)
+        return inner.emitOpError("outside a scan group has no element code");
+      bool reverse = shift.getReverse();
+      std::string name = "t" + std::to_string(counter++);
+      std::string type = elementType(shift.getType());
+      std::string init = shift.getInit() ? arrays.lookup(shift.getInit()) +
+                                               "[s * " + layout.last + " + j]"
+                                         : type + "(0.0f)";
+      k << "    const " << type << " " << name << " = !real ? " << type
+        << "(0.0f) : " << (reverse ? "t == length - 1" : "t == 0") << " ? "
+        << init << " : " << arrays.lookup(shift.getX()) << "[i "
+        << (reverse ? "+ " : "- ") << layout.last << "];\n";
+      scalars[shift.getResult()] = name;
+      continue;
+    }
     if (scan && &inner == scan.getOperation()) {
       Value lambda = scan.getLambda();
       std::string l = tensorType(lambda).getRank() == 3

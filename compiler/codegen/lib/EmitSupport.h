@@ -89,8 +89,9 @@ private:
 /// The statements that compute one element of an lru.fused group and store
 /// its results. The caller writes the loop or thread around them, which
 /// defines `i` (the flat index) and, for a nested group, `o` (the row) and
-/// `j` (the index in the last dim); for a scan also `t` (the time step) and
-/// `real` (t is within the sequence), and the channel's state, named by
+/// `j` (the index in the last dim); for a scan also `s` (the sequence), `t`
+/// (the time step), `length` (the sequence's) and `real` (t is within the
+/// sequence), and the channel's state, named by
 /// `stateOf(part)` with part "re", "im" (complex) or "" (real); for a group
 /// with sums, each sum's accumulator of the element's column, named by
 /// `sumOf(output, part)`.

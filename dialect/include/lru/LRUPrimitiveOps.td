@@ -346,7 +346,8 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     registers instead of memory. A group may hold one `lru.scan` (its
     lambda, init and lengths are inputs of the group): then the loop runs
     along the scan's time dim, the scan's producers and consumers computed
-    at each step.
+    at each step, and `lru.shift` of an input (over the scan's lengths)
+    reads that input's previous or next step.
 
     A group may also sum values of its shape over every dim but the last
     (`lru.reduce_sum ... dims [0, ..., rank-2]`, yielded and read by nothing

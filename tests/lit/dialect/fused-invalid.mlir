@@ -11,12 +11,42 @@ func.func @shape(%a: tensor<3xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @not_elementwise(%a: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+func.func @not_elementwise(%a: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %r = lru.fused(%a, %w) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%x: tensor<4x4xf32>, %v: tensor<4x4xf32>):
+    // expected-error @+1 {{is not elementwise: it cannot be in an lru.fused group}}
+    %y = lru.matmul nt %x, %v : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    lru.yield %y : tensor<4x4xf32>
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+// A shift reads another step of an input: only a scan group's loop walks
+// time.
+func.func @shift_without_scan(%a: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %r = lru.fused(%a) : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   ^bb0(%x: tensor<2x3x4xf32>):
-    // expected-error @+1 {{is not elementwise: it cannot be in an lru.fused group}}
+    // expected-error @+1 {{in an lru.fused group needs the group's scan}}
     %y = lru.shift %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
     lru.yield %y : tensor<2x3x4xf32>
+  }
+  return %r : tensor<2x3x4xf32>
+}
+
+// -----
+
+// ... over the scan's sequences: the same lengths.
+func.func @shift_other_lengths(%a: tensor<2x3x4xf32>, %l: tensor<4xf32>,
+                               %n: tensor<2xi32>) -> tensor<2x3x4xf32> {
+  %r = lru.fused(%a, %l, %n) : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<2xi32>) -> tensor<2x3x4xf32> {
+  ^bb0(%x: tensor<2x3x4xf32>, %m: tensor<4xf32>, %k: tensor<2xi32>):
+    %s = lru.scan %m, %x lengths %k : (tensor<4xf32>, tensor<2x3x4xf32>, tensor<2xi32>) -> tensor<2x3x4xf32>
+    // expected-error @+1 {{in an lru.fused group needs the group's scan}}
+    %y = lru.shift %x : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+    %z = lru.mul %s, %y : tensor<2x3x4xf32>
+    lru.yield %z : tensor<2x3x4xf32>
   }
   return %r : tensor<2x3x4xf32>
 }

@@ -63,6 +63,29 @@ def FuseElementwisePass
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def RematerializePass : Pass<"lru-rematerialize", "mlir::func::FuncOp"> {
+  let summary = "Compute cheap group results again where they are read instead of storing them";
+  let description = [{
+    After `-lru-fuse-elementwise`: a batch-sized result of an `lru.fused`
+    group that is a short chain of elementwise ops and broadcasts (at most
+    six, no scan, no sum) is computed again inside each later group that
+    reads it per element, when that group already reads every full-size
+    value the chain reads; the chain's smaller inputs (a parameter, the
+    length mask, a scalar) become inputs of the reading group. Storing the
+    result and reading it back cost a pass over memory each; the reading
+    group's loop computes it from what it loads anyway. A result that no
+    group reads any more leaves its group (and the ops only it needed):
+    broadcast parameters and masks, the sigmoid's `s * (1 - s)`, never
+    stored.
+
+    A lone `lru.shift` (the previous states that the gradient of λ reads)
+    read per element by groups holding a scan of its type over the same
+    lengths moves into them: their loop walks time, so the previous (or
+    next) step of the shifted input is a read of it; no shifted copy is
+    stored.
+  }];
+}
+
 def FuseMultiTensorPass
     : Pass<"lru-fuse-multi-tensor", "mlir::func::FuncOp"> {
   let summary = "Run the groups that compute the function's returned values as one kernel";

@@ -1,0 +1,315 @@
+//===- Rematerialize.cpp - Cheap group results computed where read ------===//
+//
+// A batch-sized result of an lru.fused group costs a pass over memory to
+// store and one for each group that reads it back. When the result is a
+// short elementwise function of values the reading group loads anyway
+// (its own full-size inputs) and of smaller ones (a bias, a per-row mask, a
+// scalar), the reading group computes it again from those instead: a
+// broadcast of a parameter or of the length mask, the sigmoid's s(1 - s),
+// a masked copy. A result that no group reads any more leaves its group.
+// Likewise a lone lru.shift read by scan groups over the same sequences
+// becomes a read of the shifted input a step away inside them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lruc/Transforms/Passes.h"
+
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace lruc {
+#define GEN_PASS_DEF_REMATERIALIZEPASS
+#include "lruc/Transforms/Passes.h.inc"
+} // namespace lruc
+
+using namespace mlir;
+
+namespace {
+
+/// The most ops a reading group computes again for one value: the chains
+/// above are 1-4 ops; a longer one is rather a computation worth storing.
+constexpr size_t kMaxSliceOps = 6;
+
+bool isBatchSized(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && !type.hasStaticShape(); // fixed-size values are small
+}
+
+bool isSplatConstant(Operation *op) {
+  auto constant = dyn_cast<arith::ConstantOp>(op);
+  return constant && isa<SplatElementsAttr>(constant.getValue());
+}
+
+/// An op a group may compute again anywhere its inputs are: elementwise or
+/// a broadcast that a loop reads directly (never a scan or a sum).
+bool isRecomputable(Operation *op) {
+  if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
+    return broadcast.isContiguous();
+  if (isSplatConstant(op))
+    return true;
+  return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
+         !isa<lru::ScanOp>(op);
+}
+
+/// How a reading group computes a producer's result again: the ops of the
+/// producer's body that compute it (in body order), and where they start:
+/// the producer's block arguments (its inputs) and body values that the
+/// producer yields as other results the reader reads anyway.
+struct Slice {
+  llvm::SetVector<Operation *> ops;
+  llvm::SetVector<BlockArgument> arguments;
+  llvm::SetVector<Value> readResults; ///< producer body values
+};
+
+/// The slice computing `v` in `producer` for `reader`, or nothing when one
+/// of its ops may not be computed again or there are too many.
+std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
+                             lru::FusedOp reader) {
+  Operation *yield = producer.getBody().front().getTerminator();
+  auto readByReader = [&](Value body) {
+    for (OpOperand &operand : yield->getOpOperands())
+      if (operand.get() == body &&
+          llvm::is_contained(reader->getOperands(),
+                             producer->getResult(operand.getOperandNumber())))
+        return true;
+    return false;
+  };
+  Slice slice;
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (auto argument = dyn_cast<BlockArgument>(next)) {
+      slice.arguments.insert(argument);
+      continue;
+    }
+    if (next != v && readByReader(next)) {
+      slice.readResults.insert(next);
+      continue;
+    }
+    Operation *op = next.getDefiningOp();
+    if (!seen.insert(op).second)
+      continue;
+    if (!isRecomputable(op) || seen.size() > kMaxSliceOps)
+      return std::nullopt;
+    if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
+      work.push_back(broadcast.getX()); // `like` only gives the shape
+    else
+      llvm::append_range(work, op->getOperands());
+  }
+  SmallVector<Operation *> ordered(seen.begin(), seen.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  slice.ops.insert(ordered.begin(), ordered.end());
+  return slice;
+}
+
+/// Whether a group reads its block argument `argument` only at the element
+/// its loop is at: elementwise ops, sums and the yield use it, not a
+/// broadcast (which would mean a loop of another shape).
+bool readsPerElement(BlockArgument argument) {
+  return llvm::all_of(argument.getUsers(), [](Operation *user) {
+    return isa<lru::YieldOp, lru::ReduceSumOp>(user) ||
+           (user->hasTrait<OpTrait::Elementwise>() && !isa<lru::ScanOp>(user));
+  });
+}
+
+/// The operand index of `v` among `group`'s inputs, if it reads it.
+std::optional<unsigned> inputIndex(lru::FusedOp group, Value v) {
+  for (OpOperand &operand : group->getOpOperands())
+    if (operand.get() == v)
+      return operand.getOperandNumber();
+  return std::nullopt;
+}
+
+/// The block argument through which `group` reads `v`, a new input if it
+/// did not read it.
+BlockArgument argumentOf(lru::FusedOp group, Value v) {
+  Block &body = group.getBody().front();
+  if (std::optional<unsigned> index = inputIndex(group, v))
+    return body.getArgument(*index);
+  group->insertOperands(group->getNumOperands(), v);
+  return body.addArgument(v.getType(), v.getLoc());
+}
+
+/// Computes `result` (of `producer`) inside `reader` instead of reading it,
+/// if `reader` loads every full-size value that computation reads. Returns
+/// whether it did.
+bool computeInReader(lru::FusedOp producer, OpResult result,
+                     lru::FusedOp reader) {
+  auto loopType = cast<RankedTensorType>(result.getType());
+  std::optional<unsigned> readIndex = inputIndex(reader, result);
+  Block &readerBody = reader.getBody().front();
+  if (!readIndex || !readsPerElement(readerBody.getArgument(*readIndex)))
+    return false;
+  Operation *yield = producer.getBody().front().getTerminator();
+  Value yielded = yield->getOperand(result.getResultNumber());
+  std::optional<Slice> slice = sliceOf(producer, yielded, reader);
+  if (!slice)
+    return false;
+  // Each block argument of the slice is an input of the producer; a
+  // full-size one must already be an input of the reader.
+  for (BlockArgument argument : slice->arguments) {
+    Value outside = producer->getOperand(argument.getArgNumber());
+    if (outside.getType() == loopType && !inputIndex(reader, outside))
+      return false;
+  }
+
+  // A broadcast's `like` (only its shape is read): a reader's input of
+  // that shape other than the value replaced.
+  BlockArgument replaced = readerBody.getArgument(*readIndex);
+  IRMapping mapping;
+  for (Operation *op : slice->ops) {
+    auto broadcast = dyn_cast<lru::BroadcastOp>(op);
+    if (!broadcast)
+      continue;
+    auto shape = cast<ShapedType>(broadcast.getLike().getType()).getShape();
+    auto sameShape = llvm::find_if(
+        readerBody.getArguments(), [&](BlockArgument argument) {
+          auto type = dyn_cast<ShapedType>(argument.getType());
+          return argument != replaced && type && type.getShape() == shape;
+        });
+    if (sameShape == readerBody.args_end())
+      return false;
+    mapping.map(broadcast.getLike(), *sameShape);
+  }
+  for (Value body : slice->readResults)
+    for (OpOperand &operand : yield->getOpOperands())
+      if (operand.get() == body)
+        if (std::optional<unsigned> index = inputIndex(
+                reader, producer->getResult(operand.getOperandNumber())))
+          mapping.map(body, readerBody.getArgument(*index));
+  for (BlockArgument argument : slice->arguments) {
+    mapping.map(argument,
+                argumentOf(reader, producer->getOperand(argument.getArgNumber())));
+  }
+  OpBuilder builder = OpBuilder::atBlockBegin(&readerBody);
+  for (Operation *op : slice->ops)
+    builder.clone(*op, mapping);
+  replaced.replaceAllUsesWith(mapping.lookup(yielded));
+  readerBody.eraseArgument(*readIndex);
+  reader->eraseOperand(*readIndex);
+  return true;
+}
+
+/// Rebuilds `group` without its results that nothing reads (and the body
+/// ops and inputs only they needed); a group left with no result goes.
+void dropUnreadResults(lru::FusedOp group) {
+  SmallVector<unsigned> kept;
+  for (OpResult result : group->getResults())
+    if (!result.use_empty())
+      kept.push_back(result.getResultNumber());
+  if (kept.size() == group->getNumResults())
+    return;
+  Block &body = group.getBody().front();
+  Operation *yield = body.getTerminator();
+  SmallVector<Value> yielded;
+  SmallVector<Type> types;
+  for (unsigned index : kept) {
+    yielded.push_back(yield->getOperand(index));
+    types.push_back(group->getResult(index).getType());
+  }
+  OpBuilder builder(group);
+  auto rebuilt =
+      builder.create<lru::FusedOp>(group.getLoc(), types, group->getOperands());
+  rebuilt->setAttrs(group->getAttrs());
+  rebuilt.getBody().takeBody(group.getBody());
+  yield->setOperands(yielded);
+  for (auto [index, newResult] : llvm::zip(kept, rebuilt->getResults()))
+    group->getResult(index).replaceAllUsesWith(newResult);
+  group->erase();
+  Block &newBody = rebuilt.getBody().front();
+  SmallVector<Operation *> bodyOps;
+  for (Operation &op : newBody.without_terminator())
+    bodyOps.push_back(&op);
+  for (Operation *op : llvm::reverse(bodyOps))
+    if (op->use_empty())
+      op->erase();
+  for (unsigned index = newBody.getNumArguments(); index-- > 0;)
+    if (newBody.getArgument(index).use_empty()) {
+      newBody.eraseArgument(index);
+      rebuilt->eraseOperand(index);
+    }
+  if (kept.empty())
+    rebuilt->erase();
+}
+
+/// Moves a lone lru.shift into the scan groups that read it per element
+/// over the same sequences (the backward pass's previous states, for the
+/// gradient of λ): their loop walks time, so the previous step is a read
+/// of the shifted input. The shift goes when nothing else reads it.
+void shiftInReaders(lru::ShiftOp shift) {
+  llvm::SetVector<lru::FusedOp> readers;
+  for (Operation *user : shift->getUsers())
+    if (auto reader = dyn_cast<lru::FusedOp>(user))
+      readers.insert(reader);
+  for (lru::FusedOp reader : readers) {
+    lru::ScanOp scan = reader.getScan();
+    std::optional<unsigned> readIndex = inputIndex(reader, shift.getResult());
+    Block &body = reader.getBody().front();
+    if (!scan || scan.getType() != shift.getType() ||
+        !readsPerElement(body.getArgument(*readIndex)))
+      continue;
+    // The scan's lengths: one of the reader's inputs, or none.
+    Value scanLengths = scan.getLengths();
+    Value lengths = scanLengths ? reader->getOperand(
+                                      cast<BlockArgument>(scanLengths)
+                                          .getArgNumber())
+                                : Value();
+    if (lengths != shift.getLengths())
+      continue;
+    IRMapping mapping;
+    for (Value operand : shift->getOperands())
+      mapping.map(operand, argumentOf(reader, operand));
+    OpBuilder builder = OpBuilder::atBlockBegin(&body);
+    Operation *copy = builder.clone(*shift, mapping);
+    BlockArgument replaced = body.getArgument(*readIndex);
+    replaced.replaceAllUsesWith(copy->getResult(0));
+    body.eraseArgument(*readIndex);
+    reader->eraseOperand(*readIndex);
+  }
+  if (shift->use_empty())
+    shift->erase();
+}
+
+struct RematerializePass
+    : public lruc::impl::RematerializePassBase<RematerializePass> {
+  void runOnOperation() override {
+    SmallVector<lru::FusedOp> groups;
+    getOperation().walk([&](lru::FusedOp group) {
+      if (isa<func::FuncOp>(group->getParentOp()))
+        groups.push_back(group);
+    });
+    // In op order: a group reading an earlier group's recomputed value
+    // may pass it on, through its own inputs, to a later one.
+    for (lru::FusedOp group : groups) {
+      for (OpResult result : group->getResults()) {
+        if (!isBatchSized(result))
+          continue;
+        llvm::SetVector<lru::FusedOp> readers;
+        for (Operation *user : result.getUsers())
+          if (auto reader = dyn_cast<lru::FusedOp>(user))
+            readers.insert(reader);
+        for (lru::FusedOp reader : readers)
+          computeInReader(group, result, reader);
+      }
+      dropUnreadResults(group);
+    }
+    SmallVector<lru::ShiftOp> shifts;
+    getOperation().walk([&](lru::ShiftOp shift) {
+      if (isa<func::FuncOp>(shift->getParentOp()))
+        shifts.push_back(shift);
+    });
+    for (lru::ShiftOp shift : shifts)
+      shiftInReaders(shift);
+  }
+};
+
+} // namespace

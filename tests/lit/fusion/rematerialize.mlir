@@ -1,0 +1,161 @@
+// RUN: lruc-opt %s -lru-rematerialize -split-input-file | FileCheck %s
+
+// A broadcast parameter and a broadcast mask, stored by the first group
+// for the second: the second broadcasts them itself (its `like` one of its
+// own inputs), and the first no longer yields them nor reads the
+// parameter. Its product with an input the second group does not read
+// stays stored.
+// CHECK-LABEL: func.func @broadcasts
+// CHECK: %[[P:.*]] = lru.fused(%arg0, %arg1) : (tensor<?x5x4xf32>, tensor<?x5xf32>) -> tensor<?x5x4xf32>
+// CHECK-NOT: %arg2
+// CHECK: lru.yield %{{.*}} : tensor<?x5x4xf32>
+// CHECK: lru.fused(%[[P]], %arg3, %arg1, %arg2)
+// CHECK-NEXT: ^bb0(%[[Y:.*]]: tensor<?x5x4xf32>, %{{.*}}: tensor<?x5x4xf32>, %[[M:.*]]: tensor<?x5xf32>, %[[D:.*]]: tensor<4xf32>):
+// CHECK-DAG: lru.broadcast %[[M]] like %[[Y]] dims [0, 1]
+// CHECK-DAG: lru.broadcast %[[D]] like %[[Y]] dims [2]
+func.func @broadcasts(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
+                      %d: tensor<4xf32>, %z: tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  %g:3 = lru.fused(%x, %mask, %d) : (tensor<?x5x4xf32>, tensor<?x5xf32>, tensor<4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>, %p: tensor<4xf32>):
+    %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %pb = lru.broadcast %p like %a dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %y = lru.mul %a, %mb : tensor<?x5x4xf32>
+    lru.yield %y, %mb, %pb : tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>
+  }
+  %r = lru.fused(%g#0, %z, %g#2, %g#1) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%y: tensor<?x5x4xf32>, %a: tensor<?x5x4xf32>, %pb: tensor<?x5x4xf32>, %mb: tensor<?x5x4xf32>):
+    %s = lru.mul %y, %pb : tensor<?x5x4xf32>
+    %t = lru.mul %s, %mb : tensor<?x5x4xf32>
+    %u = lru.add %t, %a : tensor<?x5x4xf32>
+    lru.yield %u : tensor<?x5x4xf32>
+  }
+  return %r : tensor<?x5x4xf32>
+}
+
+// -----
+
+// The sigmoid's s * (1 - s), stored beside s: a reader of both computes
+// it from s; a reader of it alone could only compute it from the
+// pre-activation, which it does not read, so that one still reads it.
+// CHECK-LABEL: func.func @sigmoid_slope
+// CHECK: %[[G:.*]]:2 = lru.fused(%arg0)
+// CHECK: lru.fused(%[[G]]#0, %arg1)
+// CHECK-NEXT: ^bb0(%[[S:.*]]: tensor<?x3xf32>, %{{.*}}: tensor<?x3xf32>):
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: lru.broadcast
+// CHECK-NEXT: lru.sub %{{.*}}, %[[S]]
+// CHECK-NEXT: lru.mul %[[S]]
+// CHECK: lru.fused(%[[G]]#1, %arg1)
+func.func @sigmoid_slope(%x: tensor<?x3xf32>, %g: tensor<?x3xf32>)
+    -> (tensor<?x3xf32>, tensor<?x3xf32>) {
+  %p:2 = lru.fused(%x) : (tensor<?x3xf32>) -> (tensor<?x3xf32>, tensor<?x3xf32>) {
+  ^bb0(%a: tensor<?x3xf32>):
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %s = lru.sigmoid %a : tensor<?x3xf32>
+    %ob = lru.broadcast %one like %s dims [] : (tensor<f32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+    %c = lru.sub %ob, %s : tensor<?x3xf32>
+    %d = lru.mul %s, %c : tensor<?x3xf32>
+    lru.yield %s, %d : tensor<?x3xf32>, tensor<?x3xf32>
+  }
+  %both = lru.fused(%p#0, %p#1, %g) : (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32> {
+  ^bb0(%s: tensor<?x3xf32>, %d: tensor<?x3xf32>, %b: tensor<?x3xf32>):
+    %e = lru.mul %b, %d : tensor<?x3xf32>
+    %f = lru.add %e, %s : tensor<?x3xf32>
+    lru.yield %f : tensor<?x3xf32>
+  }
+  %alone = lru.fused(%p#1, %g) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32> {
+  ^bb0(%d: tensor<?x3xf32>, %b: tensor<?x3xf32>):
+    %e = lru.mul %b, %d : tensor<?x3xf32>
+    lru.yield %e : tensor<?x3xf32>
+  }
+  return %both, %alone : tensor<?x3xf32>, tensor<?x3xf32>
+}
+
+// -----
+
+// Left stored: a value read by an op outside the groups (a matmul), a
+// value that is a scan's (never computed twice), and a value a group
+// reads through a broadcast (a loop of another shape).
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[G:.*]]:2 = lru.fused
+// CHECK: %[[N:.*]] = lru.fused
+// CHECK: lru.matmul nt %[[G]]#0
+// CHECK: lru.fused(%[[G]]#1, %[[N]], %arg3
+func.func @kept(%x: tensor<?x4x2xf32>, %w: tensor<2x2xf32>,
+                %lambda: tensor<2xcomplex<f32>>, %m: tensor<?x4xf32>)
+    -> (tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>) {
+  %g:2 = lru.fused(%x, %lambda) : (tensor<?x4x2xf32>, tensor<2xcomplex<f32>>) -> (tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>) {
+  ^bb0(%a: tensor<?x4x2xf32>, %l: tensor<2xcomplex<f32>>):
+    %n = lru.neg %a : tensor<?x4x2xf32>
+    %b = lru.complex %a, %n : tensor<?x4x2xf32> -> tensor<?x4x2xcomplex<f32>>
+    %s = lru.scan %l, %b : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>) -> tensor<?x4x2xcomplex<f32>>
+    lru.yield %n, %s : tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>
+  }
+  %neg:2 = lru.fused(%m) : (tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>) {
+  ^bb0(%mm: tensor<?x4xf32>):
+    %n = lru.neg %mm : tensor<?x4xf32>
+    %e = lru.exp %n : tensor<?x4xf32>
+    lru.yield %n, %e : tensor<?x4xf32>, tensor<?x4xf32>
+  }
+  %y = lru.matmul nt %g#0, %w : (tensor<?x4x2xf32>, tensor<2x2xf32>) -> tensor<?x4x2xf32>
+  %r = lru.fused(%g#1, %neg#0, %m, %y) : (tensor<?x4x2xcomplex<f32>>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x2xf32>) -> tensor<?x4x2xcomplex<f32>> {
+  ^bb0(%s: tensor<?x4x2xcomplex<f32>>, %nm: tensor<?x4xf32>, %mm: tensor<?x4xf32>, %v: tensor<?x4x2xf32>):
+    %nb = lru.broadcast %nm like %v dims [0, 1] : (tensor<?x4xf32>, tensor<?x4x2xf32>) -> tensor<?x4x2xf32>
+    %mb = lru.broadcast %mm like %v dims [0, 1] : (tensor<?x4xf32>, tensor<?x4x2xf32>) -> tensor<?x4x2xf32>
+    %z = lru.mul %nb, %v : tensor<?x4x2xf32>
+    %zz = lru.mul %z, %mb : tensor<?x4x2xf32>
+    %c = lru.complex %zz, %zz : tensor<?x4x2xf32> -> tensor<?x4x2xcomplex<f32>>
+    %e = lru.mul %s, %c : tensor<?x4x2xcomplex<f32>>
+    lru.yield %e : tensor<?x4x2xcomplex<f32>>
+  }
+  return %y, %r : tensor<?x4x2xf32>, tensor<?x4x2xcomplex<f32>>
+}
+
+// -----
+
+// The backward pass's previous states (lru.shift, for the gradient of λ),
+// read by the reverse scan's group over the same lengths: the group reads
+// the states themselves, a step back, instead of a shifted copy.
+// CHECK-LABEL: func.func @previous_states
+// CHECK-NOT: lru.shift %arg0
+// CHECK: lru.fused(%arg1, %arg2, %arg3, %arg0)
+// CHECK-NEXT: ^bb0({{.*}}, %[[N:.*]]: tensor<?xi32>, %[[X:.*]]: tensor<?x4x2xcomplex<f32>>):
+// CHECK-NEXT: lru.shift %[[X]] lengths %[[N]]
+// CHECK: lru.scan {{.*}} lengths %[[N]] reverse
+func.func @previous_states(%x: tensor<?x4x2xcomplex<f32>>,
+                           %g: tensor<?x4x2xcomplex<f32>>,
+                           %lambda: tensor<2xcomplex<f32>>,
+                           %n: tensor<?xi32>) -> tensor<2xcomplex<f32>> {
+  %prev = lru.shift %x lengths %n : (tensor<?x4x2xcomplex<f32>>, tensor<?xi32>) -> tensor<?x4x2xcomplex<f32>>
+  %r = lru.fused(%g, %lambda, %n, %prev) : (tensor<?x4x2xcomplex<f32>>, tensor<2xcomplex<f32>>, tensor<?xi32>, tensor<?x4x2xcomplex<f32>>) -> tensor<2xcomplex<f32>> {
+  ^bb0(%b: tensor<?x4x2xcomplex<f32>>, %l: tensor<2xcomplex<f32>>, %k: tensor<?xi32>, %p: tensor<?x4x2xcomplex<f32>>):
+    %s = lru.scan %l, %b lengths %k reverse : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>, tensor<?xi32>) -> tensor<?x4x2xcomplex<f32>>
+    %c = lru.conj %p : tensor<?x4x2xcomplex<f32>>
+    %m = lru.mul %c, %s : tensor<?x4x2xcomplex<f32>>
+    %sum = lru.reduce_sum %m dims [0, 1] : tensor<?x4x2xcomplex<f32>> -> tensor<2xcomplex<f32>>
+    lru.yield %sum : tensor<2xcomplex<f32>>
+  }
+  return %r : tensor<2xcomplex<f32>>
+}
+
+// -----
+
+// Over other lengths (or read by a group without a scan) the shift stays.
+// CHECK-LABEL: func.func @shift_kept
+// CHECK: %[[P:.*]] = lru.shift %arg0 lengths %arg3
+// CHECK: lru.fused(%arg1, %arg2, %arg4, %[[P]])
+func.func @shift_kept(%x: tensor<?x4x2xcomplex<f32>>,
+                      %g: tensor<?x4x2xcomplex<f32>>,
+                      %lambda: tensor<2xcomplex<f32>>,
+                      %n: tensor<?xi32>, %n2: tensor<?xi32>) -> tensor<2xcomplex<f32>> {
+  %prev = lru.shift %x lengths %n : (tensor<?x4x2xcomplex<f32>>, tensor<?xi32>) -> tensor<?x4x2xcomplex<f32>>
+  %r = lru.fused(%g, %lambda, %n2, %prev) : (tensor<?x4x2xcomplex<f32>>, tensor<2xcomplex<f32>>, tensor<?xi32>, tensor<?x4x2xcomplex<f32>>) -> tensor<2xcomplex<f32>> {
+  ^bb0(%b: tensor<?x4x2xcomplex<f32>>, %l: tensor<2xcomplex<f32>>, %k: tensor<?xi32>, %p: tensor<?x4x2xcomplex<f32>>):
+    %s = lru.scan %l, %b lengths %k reverse : (tensor<2xcomplex<f32>>, tensor<?x4x2xcomplex<f32>>, tensor<?xi32>) -> tensor<?x4x2xcomplex<f32>>
+    %c = lru.conj %p : tensor<?x4x2xcomplex<f32>>
+    %m = lru.mul %c, %s : tensor<?x4x2xcomplex<f32>>
+    %sum = lru.reduce_sum %m dims [0, 1] : tensor<?x4x2xcomplex<f32>> -> tensor<2xcomplex<f32>>
+    lru.yield %sum : tensor<2xcomplex<f32>>
+  }
+  return %r : tensor<2xcomplex<f32>>
+}
