@@ -13,7 +13,9 @@
 // statistics, a bias's gradient), and nothing joins the group a value reads
 // one of its sums from.
 //
-// Before grouping, scans that read one lru.complex (the two scans of a
+// Before grouping, a negation that a matmul reads moves to the matmul's
+// product (where elementwise ops read it), so that no negated copy of an
+// operand is stored; and scans that read one lru.complex (the two scans of a
 // bidirectional block) get a copy each: joining two floats costs nothing in a loop, while sharing it would
 // store the complex value in one group and read it back in the other.
 //
@@ -309,10 +311,55 @@ void copySharedComplexInputs(Block &block) {
   }
 }
 
+/// Moves each lru.neg that a matmul reads (the gradient of Re(C x) with
+/// respect to Im x is -C_im^T g) to the matmul's result, when only
+/// elementwise ops read that or it is a weight's small gradient: the
+/// negation then joins their group instead of storing a negated copy of
+/// the matmul's operand.
+void pushNegationsThroughMatmuls(Block &block) {
+  SmallVector<lru::MatmulOp> matmuls;
+  for (Operation &op : block)
+    if (auto matmul = dyn_cast<lru::MatmulOp>(&op))
+      matmuls.push_back(matmul);
+  for (lru::MatmulOp matmul : matmuls) {
+    // A lone negation of a weight's gradient costs nothing; of a
+    // batch-sized product, a pass.
+    if (!cast<RankedTensorType>(matmul.getType()).hasStaticShape() &&
+        !llvm::all_of(matmul->getUsers(),
+                      [](Operation *user) { return isFusible(user); }))
+      continue;
+    SmallVector<Value> operands(matmul->getOperands());
+    bool negated = false;
+    for (Value &operand : operands)
+      if (auto neg = operand.getDefiningOp<lru::NegOp>()) {
+        operand = neg.getX();
+        negated = !negated;
+      }
+    if (operands == SmallVector<Value>(matmul->getOperands()))
+      continue;
+    OpBuilder builder(matmul);
+    Operation *product = builder.clone(*matmul);
+    product->setOperands(operands);
+    Value result = product->getResult(0);
+    if (negated)
+      result = builder.create<lru::NegOp>(matmul.getLoc(), result);
+    matmul.getResult().replaceAllUsesWith(result);
+    llvm::SetVector<Operation *> negs;
+    for (Value operand : matmul->getOperands())
+      if (auto neg = operand.getDefiningOp<lru::NegOp>())
+        negs.insert(neg);
+    matmul->erase();
+    for (Operation *neg : negs)
+      if (neg->use_empty())
+        neg->erase();
+  }
+}
+
 struct FuseElementwisePass
     : public lruc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
+      pushNegationsThroughMatmuls(block);
       copySharedComplexInputs(block);
       for (const Group &group : formGroups(block))
         if (group.members.size() > 1)

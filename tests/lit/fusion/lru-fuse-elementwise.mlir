@@ -101,3 +101,28 @@ func.func @strided(%a: tensor<2x3x4xf32>, %c: tensor<2x4xf32>) -> tensor<2x3x4xf
   %f = lru.mul %e, %cb : tensor<2x3x4xf32>
   return %f : tensor<2x3x4xf32>
 }
+
+// -----
+
+// A negated operand of a matmul (the gradient through Re(C x) reaches Im x
+// negated): the negation moves to the product, which only elementwise ops
+// read, and joins their group; of a weight's gradient (static, returned)
+// it stays a lone op on the small product. Nothing stores -g.
+// CHECK-LABEL: func.func @negated_operand(
+// CHECK-NOT: lru.neg %arg0
+// CHECK: %[[P:.*]] = lru.matmul nn %arg0, %arg1
+// CHECK: %[[W:.*]] = lru.matmul tn %arg0, %arg2
+// CHECK: %[[N:.*]] = lru.neg %[[W]] : tensor<4x3xf32>
+// CHECK: lru.fused(%[[P]])
+// CHECK: lru.neg
+// CHECK: lru.exp
+// CHECK: return %{{.*}}, %[[N]]
+func.func @negated_operand(%g: tensor<?x5x4xf32>, %c: tensor<4x3xf32>,
+                           %x: tensor<?x5x3xf32>) -> (tensor<?x5x3xf32>, tensor<4x3xf32>) {
+  %n = lru.neg %g : tensor<?x5x4xf32>
+  %p = lru.matmul nn %n, %c : (tensor<?x5x4xf32>, tensor<4x3xf32>) -> tensor<?x5x3xf32>
+  %w = lru.matmul tn %n, %x : (tensor<?x5x4xf32>, tensor<?x5x3xf32>) -> tensor<4x3xf32>
+  %e = lru.exp %p : tensor<?x5x3xf32>
+  %f = lru.mul %e, %e : tensor<?x5x3xf32>
+  return %f, %w : tensor<?x5x3xf32>, tensor<4x3xf32>
+}

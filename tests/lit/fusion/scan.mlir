@@ -66,13 +66,13 @@ func.func @late_consumer(%b: tensor<?x8x4xcomplex<f32>>, %lambda: tensor<4xcompl
 // CHECK-LABEL: func.func @not_ready(
 // CHECK: lru.fused
 // CHECK: lru.exp
-// CHECK: lru.neg
+// CHECK: lru.tanh
 // CHECK: lru.yield
 // CHECK: %[[M:.*]] = lru.matmul
 // CHECK: lru.mul %{{.*}}, %[[M]]
 func.func @not_ready(%a: tensor<?x4x4xf32>, %c: tensor<4x4xf32>) -> (tensor<?x4x4xf32>, tensor<?x4x4xf32>) {
   %e = lru.exp %a : tensor<?x4x4xf32>
-  %n = lru.neg %e : tensor<?x4x4xf32>
+  %n = lru.tanh %e : tensor<?x4x4xf32>
   %m = lru.matmul nt %n, %c : (tensor<?x4x4xf32>, tensor<4x4xf32>) -> tensor<?x4x4xf32>
   %r = lru.mul %e, %m : tensor<?x4x4xf32>
   return %r, %n : tensor<?x4x4xf32>, tensor<?x4x4xf32>

@@ -59,6 +59,12 @@ def FuseElementwisePass
     and states need not be stored. A later op that reads a closed group of
     its shape joins it when everything it reads is ready where the group is
     built (e.g. lru.im of the states after a matmul read lru.re).
+
+    Before grouping, an `lru.neg` that a matmul reads moves to the
+    matmul's product when elementwise ops alone read that (or it is a
+    weight's small gradient): `matmul(-a, b)` becomes `-matmul(a, b)`, and
+    the negation joins its readers' group instead of a negated copy of `a`
+    being stored.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
