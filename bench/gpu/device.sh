@@ -16,8 +16,8 @@
 #                                       step mode per token (a CUDA graph,
 #                                       and kernel by kernel), device memory
 #                                       (lruc-bench-gpu); Text, ListOps and
-#                                       Path-X with scan blocks of 16 warps
-#                                       against 8
+#                                       Path-X with scan blocks of 8 warps
+#                                       against the default 16
 #   device.sh train [STEPS]             lru-train on the GPU and on the CPU
 #                                       (ListOps shrunk, generated data):
 #                                       the same losses and parameters within
@@ -50,7 +50,7 @@ status=0
 models() { # the kit's libraries (not the depth-1 and 16-warp copies), or
   # those named
   if [ $# -eq 0 ]; then
-    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.w16\.so$'; else
+    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.w8\.so$'; else
     for name in "$@"; do echo "$kit/models/$name.so"; done; fi
 }
 
@@ -146,22 +146,22 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
       "$block" "$share" "${token:--}" "${launched:--}" >> "$summary"
   done
-  # Scan blocks of 16 warps against the default 8 (kit.sh builds NAME.w16.so
+  # Scan blocks of 8 warps against the default 16 (kit.sh builds NAME.w8.so
   # for the configurations with the fewest scan blocks).
   for name in "${names[@]}"; do
-    [ -f "$kit/models/$name.w16.so" ] || continue
+    [ -f "$kit/models/$name.w8.so" ] || continue
     batch="$(cat "$kit/models/$name.batch")"
-    if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.w16.so" "$batch" "$iters" \
-        > "$out/bench-$name-w16.log" 2>&1; then
-      for log in "$out/bench-$name.log" "$out/bench-$name-w16.log"; do
-        awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo 8 || echo 16)" '
+    if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.w8.so" "$batch" "$iters" \
+        > "$out/bench-$name-w8.log" 2>&1; then
+      for log in "$out/bench-$name.log" "$out/bench-$name-w8.log"; do
+        awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo 16 || echo 8)" '
           /^train_step  / { steps = $4 }
           /scan kernels:/ { scan[++n] = $(NF-3) }
           END { printf "%-14s scan warps: %8s steps/s, scan fwd %s, bwd %s\n",
                 what, steps, scan[1], scan[2] }' "$log"
       done >> "$summary"
     else
-      cat "$out/bench-$name-w16.log"
+      cat "$out/bench-$name-w8.log"
       status=1
     fi
   done

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -1705,6 +1706,10 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 }
 
 void buildFusionPipeline(OpPassManager &pm, bool recompute) {
+  // One copy of what the derivation computed twice: a block's backward
+  // pass rebuilds the length mask (and its sum, a full reduction) that
+  // every BatchNorm and pooling of the forward pass had.
+  pm.addNestedPass<func::FuncOp>(mlir::createCSEPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addNestedPass<func::FuncOp>(createRematerializePass());
   if (recompute)

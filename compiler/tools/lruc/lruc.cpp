@@ -127,10 +127,11 @@ cl::opt<bool> portable(
 
 cl::opt<int> cudaScanWarps(
     "cuda-scan-warps",
-    cl::desc("Warps of a CUDA scan kernel's block, 1-32 (default 8): more "
+    cl::desc("Warps of a CUDA scan kernel's block, 1-32 (default 16): more "
              "keep more of a sequence's loads in flight, for models with few "
              "channels a sequence; for tuning with bench/gpu"),
-    cl::value_desc("N"), cl::init(8), cl::cat(lrucCategory));
+    cl::value_desc("N"), cl::init(lruc::CudaOptions().scanWarps),
+    cl::cat(lrucCategory));
 
 cl::opt<bool> ignoreTrain(
     "no-train",
