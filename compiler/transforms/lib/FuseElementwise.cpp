@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GroupRules.h"
 #include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
@@ -40,6 +41,7 @@ namespace lruc {
 } // namespace lruc
 
 using namespace mlir;
+using lruc::group::isSplatConstant;
 
 namespace {
 
@@ -53,16 +55,10 @@ bool isFusibleScan(Operation *op) {
   return type.getRank() == 3 && !type.isDynamicDim(1) && !type.isDynamicDim(2);
 }
 
-/// A single-result elementwise op on a ranked tensor, a broadcast that a
-/// loop over its result can read directly (lru::BroadcastOp::isContiguous),
-/// or a fusible scan.
+/// What a loop computes at each element (lruc::group::isPerElement) or a
+/// fusible scan.
 bool isFusible(Operation *op) {
-  if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
-    return broadcast.isContiguous();
-  if (isFusibleScan(op))
-    return true;
-  return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
-         isa<RankedTensorType>(op->getResult(0).getType());
+  return lruc::group::isPerElement(op) || isFusibleScan(op);
 }
 
 /// A sum over every dim but a static last one (lru::FusedOp): it joins the
@@ -82,12 +78,6 @@ ArrayRef<int64_t> shapeOf(Operation *op) {
   Value loopValue = isa<lru::ReduceSumOp>(op) ? op->getOperand(0)
                                               : op->getResult(0);
   return cast<RankedTensorType>(loopValue.getType()).getShape();
-}
-
-/// A splat constant, which a group copies instead of reading from memory.
-bool isSplatConstant(Value v) {
-  auto constant = v.getDefiningOp<arith::ConstantOp>();
-  return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
 /// Replaces the ops of `group` (in op order, at least two) by one lru.fused
@@ -329,19 +319,19 @@ void pushNegationsThroughMatmuls(Block &block) {
                       [](Operation *user) { return isFusible(user); }))
       continue;
     SmallVector<Value> operands(matmul->getOperands());
-    bool negated = false;
+    int negations = 0;
     for (Value &operand : operands)
       if (auto neg = operand.getDefiningOp<lru::NegOp>()) {
         operand = neg.getX();
-        negated = !negated;
+        ++negations;
       }
-    if (operands == SmallVector<Value>(matmul->getOperands()))
+    if (negations == 0)
       continue;
     OpBuilder builder(matmul);
     Operation *product = builder.clone(*matmul);
     product->setOperands(operands);
     Value result = product->getResult(0);
-    if (negated)
+    if (negations == 1) // (-a)(-b) = ab
       result = builder.create<lru::NegOp>(matmul.getLoc(), result);
     matmul.getResult().replaceAllUsesWith(result);
     llvm::SetVector<Operation *> negs;

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GroupRules.h"
 #include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
@@ -40,11 +41,6 @@ namespace {
 bool isFree(Value v) {
   return isa<BlockArgument>(v) ||
          isa_and_nonnull<lru::ParamOp, arith::ConstantOp>(v.getDefiningOp());
-}
-
-bool isBatchSized(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && !type.hasStaticShape(); // fixed-size values are small
 }
 
 /// How to compute a value again: ops (a group's body ops, in order, or a
@@ -148,7 +144,7 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
       if (!isa<lru::FusedOp>(op) && !op.hasTrait<OpTrait::Elementwise>())
         continue;
       for (OpResult result : op.getResults()) {
-        if (!isBatchSized(result))
+        if (!lruc::group::isBatchSized(result))
           continue;
         llvm::SmallVector<OpOperand *> uses;
         for (OpOperand &use : result.getUses())

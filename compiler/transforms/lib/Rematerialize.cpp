@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GroupRules.h"
 #include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
@@ -36,35 +37,22 @@ namespace {
 /// above are 1-4 ops; a longer one is rather a computation worth storing.
 constexpr size_t kMaxSliceOps = 6;
 
-bool isBatchSized(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && !type.hasStaticShape(); // fixed-size values are small
-}
-
-bool isSplatConstant(Operation *op) {
-  auto constant = dyn_cast<arith::ConstantOp>(op);
-  return constant && isa<SplatElementsAttr>(constant.getValue());
-}
-
-/// An op a group may compute again anywhere its inputs are: elementwise or
-/// a broadcast that a loop reads directly (never a scan or a sum).
+/// An op a group may compute again anywhere its inputs are: what a loop
+/// computes per element, or a splat constant (never a scan or a sum).
 bool isRecomputable(Operation *op) {
-  if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
-    return broadcast.isContiguous();
-  if (isSplatConstant(op))
-    return true;
-  return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
-         !isa<lru::ScanOp>(op);
+  return lruc::group::isPerElement(op) ||
+         lruc::group::isSplatConstant(op->getResult(0));
 }
 
 /// How a reading group computes a producer's result again: the ops of the
 /// producer's body that compute it (in body order), and where they start:
 /// the producer's block arguments (its inputs) and body values that the
-/// producer yields as other results the reader reads anyway.
+/// producer yields as other results the reader reads anyway (each with
+/// that result).
 struct Slice {
   llvm::SetVector<Operation *> ops;
   llvm::SetVector<BlockArgument> arguments;
-  llvm::SetVector<Value> readResults; ///< producer body values
+  llvm::DenseMap<Value, Value> readResults; ///< body value -> its result
 };
 
 /// The slice computing `v` in `producer` for `reader`, or nothing when one
@@ -72,13 +60,15 @@ struct Slice {
 std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
                              lru::FusedOp reader) {
   Operation *yield = producer.getBody().front().getTerminator();
-  auto readByReader = [&](Value body) {
-    for (OpOperand &operand : yield->getOpOperands())
+  // The producer's result that yields `body` and that the reader reads.
+  auto resultRead = [&](Value body) -> Value {
+    for (OpOperand &operand : yield->getOpOperands()) {
+      Value result = producer->getResult(operand.getOperandNumber());
       if (operand.get() == body &&
-          llvm::is_contained(reader->getOperands(),
-                             producer->getResult(operand.getOperandNumber())))
-        return true;
-    return false;
+          llvm::is_contained(reader->getOperands(), result))
+        return result;
+    }
+    return {};
   };
   Slice slice;
   SmallVector<Value> work{v};
@@ -89,8 +79,8 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
       slice.arguments.insert(argument);
       continue;
     }
-    if (next != v && readByReader(next)) {
-      slice.readResults.insert(next);
+    if (Value result = next != v ? resultRead(next) : Value()) {
+      slice.readResults[next] = result;
       continue;
     }
     Operation *op = next.getDefiningOp();
@@ -117,7 +107,7 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
 bool readsPerElement(BlockArgument argument) {
   return llvm::all_of(argument.getUsers(), [](Operation *user) {
     return isa<lru::YieldOp, lru::ReduceSumOp>(user) ||
-           (user->hasTrait<OpTrait::Elementwise>() && !isa<lru::ScanOp>(user));
+           user->hasTrait<OpTrait::Elementwise>();
   });
 }
 
@@ -139,6 +129,24 @@ BlockArgument argumentOf(lru::FusedOp group, Value v) {
   return body.addArgument(v.getType(), v.getLoc());
 }
 
+/// The groups that read `v`.
+llvm::SetVector<lru::FusedOp> readersOf(Value v) {
+  llvm::SetVector<lru::FusedOp> readers;
+  for (Operation *user : v.getUsers())
+    if (auto reader = dyn_cast<lru::FusedOp>(user))
+      readers.insert(reader);
+  return readers;
+}
+
+/// Makes `group` use `value` (computed in its body) where it read its input
+/// `index`, which it then no longer reads.
+void replaceInput(lru::FusedOp group, unsigned index, Value value) {
+  Block &body = group.getBody().front();
+  body.getArgument(index).replaceAllUsesWith(value);
+  body.eraseArgument(index);
+  group->eraseOperand(index);
+}
+
 /// Computes `result` (of `producer`) inside `reader` instead of reading it,
 /// if `reader` loads every full-size value that computation reads. Returns
 /// whether it did.
@@ -155,10 +163,13 @@ bool computeInReader(lru::FusedOp producer, OpResult result,
   if (!slice)
     return false;
   // Each block argument of the slice is an input of the producer; a
-  // full-size one must already be an input of the reader.
+  // full-size one (of the loop's shape, real or complex) must already be
+  // an input of the reader.
   for (BlockArgument argument : slice->arguments) {
     Value outside = producer->getOperand(argument.getArgNumber());
-    if (outside.getType() == loopType && !inputIndex(reader, outside))
+    if (cast<ShapedType>(outside.getType()).getShape() ==
+            loopType.getShape() &&
+        !inputIndex(reader, outside))
       return false;
   }
 
@@ -180,22 +191,15 @@ bool computeInReader(lru::FusedOp producer, OpResult result,
       return false;
     mapping.map(broadcast.getLike(), *sameShape);
   }
-  for (Value body : slice->readResults)
-    for (OpOperand &operand : yield->getOpOperands())
-      if (operand.get() == body)
-        if (std::optional<unsigned> index = inputIndex(
-                reader, producer->getResult(operand.getOperandNumber())))
-          mapping.map(body, readerBody.getArgument(*index));
-  for (BlockArgument argument : slice->arguments) {
+  for (auto [body, read] : slice->readResults)
+    mapping.map(body, argumentOf(reader, read));
+  for (BlockArgument argument : slice->arguments)
     mapping.map(argument,
                 argumentOf(reader, producer->getOperand(argument.getArgNumber())));
-  }
   OpBuilder builder = OpBuilder::atBlockBegin(&readerBody);
   for (Operation *op : slice->ops)
     builder.clone(*op, mapping);
-  replaced.replaceAllUsesWith(mapping.lookup(yielded));
-  readerBody.eraseArgument(*readIndex);
-  reader->eraseOperand(*readIndex);
+  replaceInput(reader, *readIndex, mapping.lookup(yielded));
   return true;
 }
 
@@ -246,11 +250,7 @@ void dropUnreadResults(lru::FusedOp group) {
 /// gradient of λ): their loop walks time, so the previous step is a read
 /// of the shifted input. The shift goes when nothing else reads it.
 void shiftInReaders(lru::ShiftOp shift) {
-  llvm::SetVector<lru::FusedOp> readers;
-  for (Operation *user : shift->getUsers())
-    if (auto reader = dyn_cast<lru::FusedOp>(user))
-      readers.insert(reader);
-  for (lru::FusedOp reader : readers) {
+  for (lru::FusedOp reader : readersOf(shift.getResult())) {
     lru::ScanOp scan = reader.getScan();
     std::optional<unsigned> readIndex = inputIndex(reader, shift.getResult());
     Block &body = reader.getBody().front();
@@ -269,11 +269,8 @@ void shiftInReaders(lru::ShiftOp shift) {
     for (Value operand : shift->getOperands())
       mapping.map(operand, argumentOf(reader, operand));
     OpBuilder builder = OpBuilder::atBlockBegin(&body);
-    Operation *copy = builder.clone(*shift, mapping);
-    BlockArgument replaced = body.getArgument(*readIndex);
-    replaced.replaceAllUsesWith(copy->getResult(0));
-    body.eraseArgument(*readIndex);
-    reader->eraseOperand(*readIndex);
+    replaceInput(reader, *readIndex,
+                 builder.clone(*shift, mapping)->getResult(0));
   }
   if (shift->use_empty())
     shift->erase();
@@ -291,13 +288,9 @@ struct RematerializePass
     // may pass it on, through its own inputs, to a later one.
     for (lru::FusedOp group : groups) {
       for (OpResult result : group->getResults()) {
-        if (!isBatchSized(result))
+        if (!lruc::group::isBatchSized(result))
           continue;
-        llvm::SetVector<lru::FusedOp> readers;
-        for (Operation *user : result.getUsers())
-          if (auto reader = dyn_cast<lru::FusedOp>(user))
-            readers.insert(reader);
-        for (lru::FusedOp reader : readers)
+        for (lru::FusedOp reader : readersOf(result))
           computeInReader(group, result, reader);
       }
       dropUnreadResults(group);

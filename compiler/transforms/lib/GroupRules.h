@@ -1,0 +1,45 @@
+//===- GroupRules.h - What the fusion passes agree on -----------*- C++ -*-===//
+//
+// The rules that forming groups (FuseElementwise), computing their results
+// again where read (Rematerialize) and recomputing for the backward pass
+// (Recompute) share: which ops a group's loop computes at each element,
+// which constants it copies, which values are worth not storing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LRUC_TRANSFORMS_GROUPRULES_H
+#define LRUC_TRANSFORMS_GROUPRULES_H
+
+#include "lru/LRUOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace lruc::group {
+
+/// A single-result elementwise op on a ranked tensor, or a broadcast that a
+/// loop over its result reads directly (lru::BroadcastOp::isContiguous):
+/// what a group's loop computes at each of its elements.
+inline bool isPerElement(mlir::Operation *op) {
+  if (auto broadcast = mlir::dyn_cast<lru::BroadcastOp>(op))
+    return broadcast.isContiguous();
+  return op->hasTrait<mlir::OpTrait::Elementwise>() &&
+         op->getNumResults() == 1 &&
+         mlir::isa<mlir::RankedTensorType>(op->getResult(0).getType());
+}
+
+/// A splat constant, which a group copies instead of reading from memory.
+inline bool isSplatConstant(mlir::Value v) {
+  auto constant = v.getDefiningOp<mlir::arith::ConstantOp>();
+  return constant && mlir::isa<mlir::SplatElementsAttr>(constant.getValue());
+}
+
+/// A value whose size grows with the batch (only dim 0 is dynamic):
+/// fixed-size values are small, not worth a pass to avoid storing.
+inline bool isBatchSized(mlir::Value v) {
+  auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return type && !type.hasStaticShape();
+}
+
+} // namespace lruc::group
+
+#endif // LRUC_TRANSFORMS_GROUPRULES_H
