@@ -324,6 +324,16 @@ struct SliceDerivative : CppDerivative<SliceDerivative, SliceOp> {
   }
 };
 
+struct ViewDerivative : CppDerivative<ViewDerivative, ViewOp> {
+  static LogicalResult rule(ViewOp op, AdjointBuilder &ab, Value dy,
+                            SmallVectorImpl<Value> &adj) {
+    // A view moves no value: each float's adjoint goes back to its place
+    // (a complex adjoint is dL/dRe + i dL/dIm, the floats in order).
+    adj[0] = ab.builder().create<ViewOp>(ab.loc(), op.getX().getType(), dy);
+    return success();
+  }
+};
+
 struct ShiftDerivative : CppDerivative<ShiftDerivative, ShiftOp> {
   static LogicalResult rule(ShiftOp op, AdjointBuilder &ab, Value dy,
                             SmallVectorImpl<Value> &adj) {
@@ -392,6 +402,7 @@ void registerAutodiffInterfaces(MLIRContext &context) {
   ReduceSumOp::attachInterface<ReduceSumDerivative>(context);
   ConcatOp::attachInterface<ConcatDerivative>(context);
   SliceOp::attachInterface<SliceDerivative>(context);
+  ViewOp::attachInterface<ViewDerivative>(context);
   ShiftOp::attachInterface<ShiftDerivative>(context);
   ScanOp::attachInterface<ScanDerivative>(context);
   GeluGradOp::attachInterface<NotDifferentiable<GeluGradOp>>(context);

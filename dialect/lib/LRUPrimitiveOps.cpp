@@ -153,6 +153,53 @@ LogicalResult SliceOp::verify() {
   return expectResult(*this, shape, x.getElementType());
 }
 
+/// The floats of one element of `type` (2 for a complex one).
+static int64_t floatsPerElement(RankedTensorType type) {
+  return isa<ComplexType>(type.getElementType()) ? 2 : 1;
+}
+
+LogicalResult ViewOp::verify() {
+  auto x = tensorType(getX()), y = tensorType(getResult());
+  auto leadingDynamic = [](RankedTensorType type) {
+    int64_t count = 0;
+    while (count < type.getRank() && type.isDynamicDim(count))
+      ++count;
+    return count;
+  };
+  int64_t dynamic = leadingDynamic(x);
+  if (leadingDynamic(y) != dynamic)
+    return emitOpError("expects the same leading dynamic dims in ")
+           << x << " and " << y;
+  auto staticFloats = [&](RankedTensorType type) -> std::optional<int64_t> {
+    int64_t floats = floatsPerElement(type);
+    for (int64_t d : type.getShape().drop_front(dynamic)) {
+      if (ShapedType::isDynamic(d))
+        return std::nullopt;
+      floats *= d;
+    }
+    return floats;
+  };
+  std::optional<int64_t> from = staticFloats(x), to = staticFloats(y);
+  if (!from || !to)
+    return emitOpError("expects dynamic dims only before the static ones, got ")
+           << x << " -> " << y;
+  if (*from != *to)
+    return emitOpError("views ")
+           << *from << " floats per leading index as " << *to << " (" << x
+           << " -> " << y << ")";
+  return success();
+}
+
+OpFoldResult ViewOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  if (auto inner = getX().getDefiningOp<ViewOp>()) {
+    getXMutable().assign(inner.getX());
+    return getX().getType() == getType() ? getX() : Value(getResult());
+  }
+  return {};
+}
+
 /// Sequences [B, L, N] with optional init [B, N] and lengths [B].
 static LogicalResult verifySequence(Operation *op, RankedTensorType seq,
                                     Value init, Value lengths) {

@@ -290,6 +290,26 @@ std::vector<Case> cases() {
            "tensor<9xf32>\n  %out = lru.slice %e dim 0 offset 2 size 5 : "
            "tensor<9xf32> -> tensor<5xf32>\n",
        "tensor<5xf32>"},
+      // Views: each float's adjoint goes back to its place (the loss
+      // weighs every float differently, so a misplaced one shows).
+      {"view_complex_as_floats",
+       kComplexSeq + "  %out = lru.view %s : " + kSeqC +
+           " -> tensor<?x4x6xf32>\n",
+       "tensor<?x4x6xf32>"},
+      {"view_floats_as_complex",
+       param("p", "tensor<3x4xf32>") +
+           "  %v = lru.view %p : tensor<3x4xf32> -> "
+           "tensor<3x2xcomplex<f32>>\n  %out = lru.exp %v : "
+           "tensor<3x2xcomplex<f32>>\n",
+       "tensor<3x2xcomplex<f32>>"},
+      {"view_rows",
+       param("p1", "tensor<2x3xf32>") + param("p2", "tensor<2x3xf32>") +
+           "  %c = lru.concat %p1, %p2 dim 1 : (tensor<2x3xf32>, "
+           "tensor<2x3xf32>) -> tensor<2x6xf32>\n  %rows = lru.view %c : "
+           "tensor<2x6xf32> -> tensor<4x3xf32>\n  %out = lru.matmul nt %x, "
+           "%rows : (" +
+           kSeq + ", tensor<4x3xf32>) -> tensor<?x4x4xf32>\n",
+       "tensor<?x4x4xf32>"},
       {"gather",
        param("table", "tensor<8x3xf32>") +
            "  %out = lru.gather %table, %tokens : (tensor<8x3xf32>, "

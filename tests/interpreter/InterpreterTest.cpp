@@ -347,6 +347,32 @@ TEST_F(Interpreter, ConcatAndSlice) {
   expectValues(row.re, {4, 5, 6, 7});
 }
 
+TEST_F(Interpreter, View) {
+  // A complex [B, 2] is the floats [B, 4] of interleaved parts; the batch
+  // is the argument's.
+  Tensor z = Tensor::complex({2, 2}, {1, 2, 3, 4}, {-1, -2, -3, -4});
+  Tensor floats =
+      run(fn("%z: tensor<?x2xcomplex<f32>>", "tensor<?x4xf32>",
+             "  %y = lru.view %z : tensor<?x2xcomplex<f32>> -> "
+             "tensor<?x4xf32>"),
+          {z});
+  EXPECT_EQ(floats.shape, (std::vector<int64_t>{2, 4}));
+  expectValues(floats.re, {1, -1, 2, -2, 3, -3, 4, -4});
+  Tensor back = run(fn("%x: tensor<?x4xf32>", "tensor<?x2xcomplex<f32>>",
+                       "  %y = lru.view %x : tensor<?x4xf32> -> "
+                       "tensor<?x2xcomplex<f32>>"),
+                    {floats});
+  expectValues(back.re, {1, 2, 3, 4});
+  expectValues(back.im, {-1, -2, -3, -4});
+  // Rows (a[n], b[n]) of a [2, 4] are the alternating rows of a [4, 2].
+  Tensor rows = run(fn("%x: tensor<2x4xf32>", "tensor<4x2xf32>",
+                       "  %y = lru.view %x : tensor<2x4xf32> -> "
+                       "tensor<4x2xf32>"),
+                    {Tensor::real({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})});
+  EXPECT_EQ(rows.shape, (std::vector<int64_t>{4, 2}));
+  expectValues(rows.re, {0, 1, 2, 3, 4, 5, 6, 7});
+}
+
 //===----------------------------------------------------------------------===//
 // Sequences
 //===----------------------------------------------------------------------===//

@@ -214,7 +214,8 @@ public:
           continue;
         }
       }
-      bool timed = profile && !isa<lru::ParamOp, arith::ConstantOp>(op);
+      bool timed =
+          profile && !isa<lru::ParamOp, lru::ViewOp, arith::ConstantOp>(op);
       std::string start = "p" + std::to_string(counter++);
       if (timed)
         os << "  const auto " << start << " = profileNow();\n";
@@ -767,6 +768,14 @@ private:
         .Case([&](ParamOp o) { return emitParam(o); })
         .Case([&](arith::ConstantOp o) { return emitConstant(o); })
         .Case([&](func::ReturnOp o) { return emitReturn(o); })
+        .Case([&](ViewOp o) {
+          // The viewed value's buffer (the memory plan keeps it alive).
+          std::string name = "v" + std::to_string(counter++);
+          os << "  auto *" << name << " = lruc::cpu::viewAs<"
+             << elementType(o.getType()) << ">(" << get(o.getX()) << ");\n";
+          names[o.getResult()] = name;
+          return success();
+        })
         .Case([&](FusedOp o) { return emitFused(o); })
         .Case([&](MultiTensorOp o) { return emitMultiTensor(o); })
         // Structural.

@@ -863,9 +863,10 @@ private:
     if (std::optional<std::string> expr = scalarTemplate(op, "lruc::gpu"))
       return emitElementwise(op, *expr);
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-        // Parameters and results are the host's pointers; matmuls are
-        // cuBLAS calls of the host schedule.
-        .Case<ParamOp, func::ReturnOp>([](Operation *) { return success(); })
+        // Parameters, views and results are the host's pointers; matmuls
+        // are cuBLAS calls of the host schedule.
+        .Case<ParamOp, ViewOp, func::ReturnOp>(
+            [](Operation *) { return success(); })
         .Case([&](MatmulOp o) {
           current->push_back({"cublas", "", false, o, {}, {}});
           return success();

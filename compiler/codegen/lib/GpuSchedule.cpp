@@ -162,6 +162,8 @@ private:
       return "args[" + std::to_string(arg.getArgNumber()) + "]";
     if (auto param = v.getDefiningOp<lru::ParamOp>())
       return paramPointer(param);
+    if (auto view = v.getDefiningOp<lru::ViewOp>())
+      return pointer(view.getX());
     auto slot = memory.slotOf.find(v);
     if (slot == memory.slotOf.end())
       return v.getDefiningOp()->emitError(

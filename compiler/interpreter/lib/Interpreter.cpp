@@ -320,6 +320,7 @@ private:
   FailureOr<Tensor> evaluate(lru::ReduceSumOp op);
   FailureOr<Tensor> evaluate(lru::ConcatOp op);
   FailureOr<Tensor> evaluate(lru::SliceOp op);
+  FailureOr<Tensor> evaluate(lru::ViewOp op);
 
   // Sequences.
   FailureOr<std::vector<int64_t>> sequenceLengths(Operation *op, Value lengths,
@@ -479,10 +480,11 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
             op, [](double a, double b) { return std::max(a, b); }, nullptr);
       })
       .Case<lru::ComplexOp, lru::BroadcastOp, lru::ReduceSumOp, lru::ConcatOp,
-            lru::SliceOp, lru::ShiftOp, lru::ScanOp, lru::LengthMaskOp,
-            lru::MatmulOp, lru::GatherOp, lru::ScatterAddOp,
-            lru::SoftmaxCrossEntropyOp, lru::SoftmaxCrossEntropyGradOp,
-            lru::DropoutMaskOp, lru::ParamOp, arith::ConstantOp>(
+            lru::SliceOp, lru::ViewOp, lru::ShiftOp, lru::ScanOp,
+            lru::LengthMaskOp, lru::MatmulOp, lru::GatherOp,
+            lru::ScatterAddOp, lru::SoftmaxCrossEntropyOp,
+            lru::SoftmaxCrossEntropyGradOp, lru::DropoutMaskOp, lru::ParamOp,
+            arith::ConstantOp>(
           [&](auto o) { return evaluate(o); })
       .Default([](Operation *o) {
         return o->emitOpError("is not supported by the reference interpreter");
@@ -607,6 +609,35 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SliceOp op) {
     for (int64_t j = 0; j < size * inner; ++j)
       copyElement(x, (o * x.shape[dim] + offset) * inner + j, y,
                   o * size * inner + j);
+  return y;
+}
+
+FailureOr<Tensor> Interpreter::evaluate(lru::ViewOp op) {
+  const Tensor &x = value(op.getX());
+  auto type = op.getType();
+  // The leading dynamic dims are x's; the rest are the result type's.
+  Shape shape(type.getShape());
+  for (int64_t i = 0; i < type.getRank() && type.isDynamicDim(i); ++i)
+    shape[i] = x.shape[i];
+  std::vector<double> floats;
+  floats.reserve(size_t(x.numElements()) *
+                 (x.kind == Tensor::Kind::Complex ? 2 : 1));
+  for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+    floats.push_back(x.re[i]);
+    if (x.kind == Tensor::Kind::Complex)
+      floats.push_back(x.im[i]);
+  }
+  bool complex = isa<ComplexType>(type.getElementType());
+  Tensor y = Tensor::zeros(shape, complex ? Tensor::Kind::Complex
+                                          : Tensor::Kind::Real);
+  if (int64_t(floats.size()) != y.numElements() * (complex ? 2 : 1))
+    return op.emitOpError("views ")
+           << floats.size() << " floats as " << shapeString(shape);
+  for (int64_t i = 0, n = y.numElements(); i < n; ++i) {
+    y.re[i] = floats[complex ? 2 * i : i];
+    if (complex)
+      y.im[i] = floats[2 * i + 1];
+  }
   return y;
 }
 

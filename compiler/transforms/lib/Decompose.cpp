@@ -119,6 +119,21 @@ public:
     return rewriter.create<ImagOp>(loc, realTypeOf(x), x);
   }
 
+  /// x's floats as `type` (lru.view): no copy.
+  Value view(Value x, RankedTensorType type) {
+    return rewriter.create<ViewOp>(loc, type, x);
+  }
+
+  /// Joins `parts` along `dim`.
+  Value concat(ValueRange parts, int64_t dim) {
+    SmallVector<int64_t> shape(tensorType(parts.front()).getShape());
+    shape[dim] = 0;
+    for (Value part : parts)
+      shape[dim] += tensorType(part).getDimSize(dim);
+    return rewriter.create<ConcatOp>(
+        loc, tensorType(parts.front()).clone(shape), parts, dim);
+  }
+
   /// `x W^T`: [..., K] x [N, K] -> [..., N].
   Value matmulNT(Value x, Value w) {
     SmallVector<int64_t> shape(tensorType(x).getShape().drop_back());
@@ -263,18 +278,67 @@ struct GluPattern : OpRewritePattern<GluOp> {
 // Recurrences
 //===----------------------------------------------------------------------===//
 
-/// Re(C x) = Re(x) C_re^T - Im(x) C_im^T for a complex state x [B, L, N].
-Value readOut(PrimitiveBuilder &b, Value x, Value cRe, Value cIm) {
-  Value re = b.matmulNT(b.re(x), cRe);
-  Value im = b.matmulNT(b.im(x), cIm);
-  return b.sub(re, im);
+/// `type` with its last dim `last` and element type `element`.
+RankedTensorType withLast(RankedTensorType type, int64_t last, Type element) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = last;
+  return RankedTensorType::get(shape, element);
 }
 
-/// complex(u B_re^T, u B_im^T): the complex input B u of a scan.
-Value projectInput(PrimitiveBuilder &b, Value u, Value bRe, Value bIm) {
-  Value re = b.matmulNT(u, bRe);
-  Value im = b.matmulNT(u, bIm);
-  return b.complex(re, im);
+// The LRU's complex products, B u and Re(C x), as real matmuls. Over
+// sequences each is one product of the complex values' interleaved floats
+// (lru.view) with a weight built from B or C once per call, for all B x L
+// rows. In step mode a call has one row per sequence: building those
+// weights would move as many bytes as the products, so each is two products
+// with B_re, B_im, C_re and C_im as they are.
+
+/// Re(C x) = Re(x) C_re^T - Im(x) C_im^T for a complex state x [B, L, N].
+/// Over sequences: x's floats [B, L, 2N] times conj(C)'s [H, 2N], whose rows
+/// interleave C_re and -C_im.
+Value readOut(PrimitiveBuilder &b, Value x, Value cRe, Value cIm,
+              bool stepping) {
+  if (stepping) {
+    Value re = b.matmulNT(b.re(x), cRe);
+    Value im = b.matmulNT(b.im(x), cIm);
+    return b.sub(re, im);
+  }
+  auto xType = tensorType(x);
+  int64_t n = xType.getShape().back();
+  Value weight = b.complex(cRe, b.neg(cIm));
+  weight = b.view(weight, withLast(tensorType(weight), 2 * n, b.f32()));
+  return b.matmulNT(b.view(x, withLast(xType, 2 * n, b.f32())), weight);
+}
+
+/// complex(u B_re^T, u B_im^T) [..., N], the input of a scan, with B's rows
+/// scaled by `gamma` when there is one. Over sequences: one product whose
+/// [2N, H] weight alternates rows of B_re and B_im (the [N, 2H] rows
+/// (B_re[n], B_im[n]) viewed as [2N, H]), so that its result [..., 2N] is
+/// the complex values' interleaved floats. In step mode gamma scales the
+/// products (a row a sequence) instead of B.
+Value projectInput(PrimitiveBuilder &b, Value u, Value bRe, Value bIm,
+                   Value gamma, bool stepping) {
+  if (stepping) {
+    Value re = b.matmulNT(u, bRe);
+    Value im = b.matmulNT(u, bIm);
+    if (gamma) {
+      Value columns = b.broadcastLast(gamma, re);
+      re = b.mul(re, columns);
+      im = b.mul(im, columns);
+    }
+    return b.complex(re, im);
+  }
+  if (gamma) {
+    Value rows = b.broadcast(gamma, bRe, {0});
+    bRe = b.mul(bRe, rows);
+    bIm = b.mul(bIm, rows);
+  }
+  auto bType = tensorType(bRe);
+  int64_t n = bType.getDimSize(0), h = bType.getDimSize(1);
+  Value weight = b.view(b.concat({bRe, bIm}, 1),
+                        RankedTensorType::get({2 * n, h}, b.f32()));
+  Value product = b.matmulNT(u, weight);
+  return b.view(product, withLast(tensorType(product), n,
+                                  ComplexType::get(b.f32())));
 }
 
 /// y + D * u, then zero at padded steps when there are lengths.
@@ -327,30 +391,17 @@ struct RecurrencePattern : ModePattern<RecurrenceOp> {
     Value magnitude = b.neg(b.exp(op.getNuLog()));
     Value phase = b.exp(op.getThetaLog());
     Value lambda = b.exp(b.complex(magnitude, phase));
-    // gamma scales the [N, H] matrices when B u has more rows than B
-    // (a sequence), and B u itself in step mode (one row per sequence:
-    // scaling B would cost N x H per token).
-    Value bRe = op.getBRe(), bIm = op.getBIm();
     Value gamma = op.getGammaLog() ? b.exp(op.getGammaLog()) : Value();
-    if (gamma && !stepping()) {
-      Value rows = b.broadcast(gamma, bRe, {0});
-      bRe = b.mul(bRe, rows);
-      bIm = b.mul(bIm, rows);
-    }
-    Value re = b.matmulNT(u, bRe), im = b.matmulNT(u, bIm);
-    if (gamma && stepping()) {
-      Value columns = b.broadcastLast(gamma, re);
-      re = b.mul(re, columns);
-      im = b.mul(im, columns);
-    }
-    Value input = b.complex(re, im);
+    Value input =
+        projectInput(b, u, op.getBRe(), op.getBIm(), gamma, stepping());
     Value x = b.scan(lambda, input, lengths, /*reverse=*/false);
     if (stepping())
       carryScan(x, carryName(op.getNuLog(), "state"));
-    Value y = readOut(b, x, op.getCRe(), op.getCIm());
+    Value y = readOut(b, x, op.getCRe(), op.getCIm(), stepping());
     if (op.isBidirectional()) {
       Value xRev = b.scan(lambda, input, lengths, /*reverse=*/true);
-      y = b.add(y, readOut(b, xRev, op.getCRevRe(), op.getCRevIm()));
+      y = b.add(y, readOut(b, xRev, op.getCRevRe(), op.getCRevIm(),
+                           stepping()));
     }
     return replace(rewriter, op, finishRecurrence(b, y, u, op.getD(), lengths));
   }
@@ -375,7 +426,8 @@ struct GeneralizedRecurrencePattern
                   : b.neg(b.softplus(b.sub(decay, g)));
     Value phase = b.broadcastLast(b.exp(op.getThetaLog()), g);
     Value lambda = b.exp(b.complex(a, phase));
-    Value input = projectInput(b, u, op.getBRe(), op.getBIm());
+    Value input = projectInput(b, u, op.getBRe(), op.getBIm(), Value(),
+                               stepping());
     Value h = b.scan(lambda, input, lengths, /*reverse=*/false);
     if (stepping())
       carryScan(h, carryName(op.getNuLog(), "state"));
@@ -391,7 +443,7 @@ struct GeneralizedRecurrencePattern
                                      g)));
       h = b.div(h, b.complex(n, b.splat(0.0, g)));
     }
-    Value y = readOut(b, h, op.getCRe(), op.getCIm());
+    Value y = readOut(b, h, op.getCRe(), op.getCIm(), stepping());
     return replace(rewriter, op, finishRecurrence(b, y, u, op.getD(), lengths));
   }
 };

@@ -351,8 +351,11 @@ struct FuseElementwisePass
     for (Block &block : getOperation().getBody()) {
       pushNegationsThroughMatmuls(block);
       copySharedComplexInputs(block);
+      // A lone scan is a group too: the backends' scan groups are their
+      // chunked parallel scans (a scan whose input is a matmul's product,
+      // read through lru.view, has no elementwise neighbour).
       for (const Group &group : formGroups(block))
-        if (group.members.size() > 1)
+        if (group.members.size() > 1 || isFusibleScan(group.members.front()))
           buildGroup(group.members, group.anchor);
     }
   }

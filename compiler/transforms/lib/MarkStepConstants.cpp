@@ -25,9 +25,11 @@ using namespace mlir;
 
 namespace {
 
-/// A value that is the same at every step: a parameter, a constant, or a
-/// result of a marked op.
+/// A value that is the same at every step: a parameter, a constant, a
+/// result of a marked op, or a view of one.
 bool isStepConstant(Value v) {
+  while (auto view = v.getDefiningOp<lru::ViewOp>())
+    v = view.getX();
   Operation *def = v.getDefiningOp();
   return def && (isa<lru::ParamOp, arith::ConstantOp>(def) ||
                  def->hasAttr(lruc::kStepConstantAttr));
@@ -49,7 +51,8 @@ struct MarkStepConstantsPass
       return;
     // In op order, so an op's operands are decided before it.
     for (Operation &op : func.getBody().front()) {
-      if (isa<lru::ParamOp, arith::ConstantOp>(op) ||
+      // A view computes nothing: what it views is marked or not.
+      if (isa<lru::ParamOp, lru::ViewOp, arith::ConstantOp>(op) ||
           op.hasTrait<OpTrait::IsTerminator>())
         continue;
       if (hasStaticResults(&op) && isMemoryEffectFree(&op) &&

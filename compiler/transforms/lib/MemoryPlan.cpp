@@ -60,8 +60,15 @@ ByteSize bufferSize(Value v) {
 }
 
 bool isStored(Value v) {
-  return isa<RankedTensorType>(v.getType()) && !v.getDefiningOp<lru::ParamOp>() &&
+  return isa<RankedTensorType>(v.getType()) &&
+         !v.getDefiningOp<lru::ParamOp>() && !v.getDefiningOp<lru::ViewOp>() &&
          !isa<BlockArgument>(v);
+}
+
+Value storageOf(Value v) {
+  while (auto view = v.getDefiningOp<lru::ViewOp>())
+    v = view.getX();
+  return v;
 }
 
 MemoryPlan planMemory(func::FuncOp func) {
@@ -72,14 +79,15 @@ MemoryPlan planMemory(func::FuncOp func) {
   llvm::DenseMap<Operation *, unsigned> position;
   for (auto [i, op] : llvm::enumerate(body))
     position[&op] = unsigned(i);
+  // A view's readers read the buffer of the value it views.
   llvm::DenseMap<Value, unsigned> lastUse;
   for (Operation &op : body)
     for (Value result : op.getResults())
-      if (isStored(result)) {
-        unsigned last = position[&op];
+      if (Value stored = storageOf(result); isStored(stored)) {
+        unsigned &last =
+            lastUse.try_emplace(stored, position[&op]).first->second;
         for (Operation *user : result.getUsers())
           last = std::max(last, position[body.findAncestorOpInBlock(*user)]);
-        lastUse[result] = last;
       }
 
   // A group run as the epilogue of its matmuls (lru.epilogue) may compute
@@ -92,9 +100,9 @@ MemoryPlan planMemory(func::FuncOp func) {
   auto holdOperands = [&](ArrayRef<lru::MatmulOp> matmuls, Operation *until) {
     for (lru::MatmulOp matmul : matmuls)
       for (Value operand : matmul->getOperands())
-        if (auto it = lastUse.find(operand); it != lastUse.end()) {
+        if (auto it = lastUse.find(storageOf(operand)); it != lastUse.end()) {
           it->second = std::max(it->second, position[until]);
-          heldUntil[until].push_back(operand);
+          heldUntil[until].push_back(it->first);
         }
   };
   for (auto group : body.getOps<lru::FusedOp>())
@@ -146,6 +154,7 @@ MemoryPlan planMemory(func::FuncOp func) {
     // Free what dies here: operands last used here, and unused results.
     llvm::SmallDenseSet<Value, 8> freed;
     auto release = [&](Value v) {
+      v = storageOf(v);
       auto it = plan.slotOf.find(v);
       if (it != plan.slotOf.end() && lastUse.lookup(v) == here &&
           freed.insert(v).second)

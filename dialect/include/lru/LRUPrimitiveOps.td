@@ -168,6 +168,26 @@ def LRU_SliceOp : LRU_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
+def LRU_ViewOp : LRU_Op<"view", [Pure]> {
+  let summary = "x's floats under another type, without a copy";
+  let description = [{
+    The same floats, row-major, read with the result's shape and element
+    type; a complex element is its real part then its imaginary part. So a
+    complex `[..., N]` is the f32 `[..., 2N]` of interleaved parts, and an
+    f32 `[N, 2H]` whose rows are `(B_re[n], B_im[n])` is the `[2N, H]`
+    whose rows alternate between them. The dynamic dims (the batch) lead
+    both types alike; the static dims hold the same number of floats.
+    Backends read x's buffer (the memory plan keeps it alive while a view
+    of it is read). This is how one real matmul computes a complex product
+    (docs/primitives.md).
+  }];
+  let arguments = (ins LRU_AnyTensor:$x);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def LRU_ShiftOp : LRU_Op<"shift", [Pure, AttrSizedOperandSegments]> {
   let summary = "each sequence moved one step in time: x_{t-1} (or x_{t+1})";
   let description = [{

@@ -330,6 +330,22 @@ func.func @forward_train() -> tensor<f32> {
 
 // -----
 
+// view: dy viewed back as x's type (each float's adjoint to its place)
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[DY:.*]] = lru.mul %{{.*}} : tensor<2x2xcomplex<f32>>
+// CHECK: %[[DP:.*]] = lru.view %[[DY]] : tensor<2x2xcomplex<f32>> -> tensor<2x4xf32>
+// CHECK: return %{{.*}}, %[[DP]]
+func.func @forward_train() -> tensor<f32> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<2x4xf32>
+  %y = lru.view %p : tensor<2x4xf32> -> tensor<2x2xcomplex<f32>>
+  %e = lru.exp %y : tensor<2x2xcomplex<f32>>
+  %r = lru.re %e : tensor<2x2xcomplex<f32>> -> tensor<2x2xf32>
+  %l = lru.reduce_sum %r dims [0, 1] : tensor<2x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // slice: dy between zeros
 // CHECK-LABEL: func.func @backward
 // CHECK: arith.constant dense<0.000000e+00> : tensor<f32>

@@ -59,15 +59,20 @@ module {
 // CHECK: %[[GB:.*]] = lru.broadcast %[[EG]] like %[[BRE]] dims [0] : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
 // CHECK: %[[SBRE:.*]] = lru.mul %[[BRE]], %[[GB]] : tensor<8x4xf32>
 // CHECK: %[[SBIM:.*]] = lru.mul %[[BIM]], %[[GB]] : tensor<8x4xf32>
-// CHECK: %[[URE:.*]] = lru.matmul nt %[[U]], %[[SBRE]] : (tensor<?x16x4xf32>, tensor<8x4xf32>) -> tensor<?x16x8xf32>
-// CHECK: %[[UIM:.*]] = lru.matmul nt %[[U]], %[[SBIM]]
-// CHECK: %[[IN:.*]] = lru.complex %[[URE]], %[[UIM]] : tensor<?x16x8xf32> -> tensor<?x16x8xcomplex<f32>>
+// B u as one product: the [8, 8] rows (B_re[n], B_im[n]) viewed as [16, 4]
+// (rows alternate), its [.., 16] result viewed as complex [.., 8].
+// CHECK: %[[BCAT:.*]] = lru.concat %[[SBRE]], %[[SBIM]] dim 1 : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x8xf32>
+// CHECK: %[[BROWS:.*]] = lru.view %[[BCAT]] : tensor<8x8xf32> -> tensor<16x4xf32>
+// CHECK: %[[UB:.*]] = lru.matmul nt %[[U]], %[[BROWS]] : (tensor<?x16x4xf32>, tensor<16x4xf32>) -> tensor<?x16x16xf32>
+// CHECK: %[[IN:.*]] = lru.view %[[UB]] : tensor<?x16x16xf32> -> tensor<?x16x8xcomplex<f32>>
 // CHECK: %[[XS:.*]] = lru.scan %[[LAMBDA]], %[[IN]] lengths %[[LEN]] : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>, tensor<?xi32>) -> tensor<?x16x8xcomplex<f32>>
-// CHECK: %[[XRE:.*]] = lru.re %[[XS]]
-// CHECK: %[[YRE:.*]] = lru.matmul nt %[[XRE]], %[[CRE]] : (tensor<?x16x8xf32>, tensor<4x8xf32>) -> tensor<?x16x4xf32>
-// CHECK: %[[XIM:.*]] = lru.im %[[XS]]
-// CHECK: %[[YIM:.*]] = lru.matmul nt %[[XIM]], %[[CIM]]
-// CHECK: %[[CX:.*]] = lru.sub %[[YRE]], %[[YIM]] : tensor<?x16x4xf32>
+// Re(C x) as one product: x's floats times conj(C)'s, rows (C_re, -C_im)
+// interleaved.
+// CHECK: %[[NCIM:.*]] = lru.neg %[[CIM]] : tensor<4x8xf32>
+// CHECK: %[[CONJ:.*]] = lru.complex %[[CRE]], %[[NCIM]] : tensor<4x8xf32> -> tensor<4x8xcomplex<f32>>
+// CHECK: %[[CW:.*]] = lru.view %[[CONJ]] : tensor<4x8xcomplex<f32>> -> tensor<4x16xf32>
+// CHECK: %[[XF:.*]] = lru.view %[[XS]] : tensor<?x16x8xcomplex<f32>> -> tensor<?x16x16xf32>
+// CHECK: %[[CX:.*]] = lru.matmul nt %[[XF]], %[[CW]] : (tensor<?x16x16xf32>, tensor<4x16xf32>) -> tensor<?x16x4xf32>
 // CHECK: %[[DB:.*]] = lru.broadcast %[[D]] like %[[U]] dims [2]
 // CHECK: %[[DU:.*]] = lru.mul %[[U]], %[[DB]]
 // CHECK: %[[Y:.*]] = lru.add %[[CX]], %[[DU]]
@@ -106,17 +111,18 @@ module {
 // CHECK: %[[RIM:.*]] = lru.param "rim"
 // CHECK: %[[LAMBDA:.*]] = lru.exp %{{.*}} : tensor<8xcomplex<f32>>
 // CHECK-NOT: lru.mul
-// CHECK: %[[URE:.*]] = lru.matmul nt %[[U]], %[[BRE]]
-// CHECK: %[[UIM:.*]] = lru.matmul nt %[[U]], %[[BIM]]
-// CHECK: %[[IN:.*]] = lru.complex %[[URE]], %[[UIM]]
+// CHECK: %[[BCAT:.*]] = lru.concat %[[BRE]], %[[BIM]] dim 1
+// CHECK: %[[BROWS:.*]] = lru.view %[[BCAT]]
+// CHECK: %[[UB:.*]] = lru.matmul nt %[[U]], %[[BROWS]]
+// CHECK: %[[IN:.*]] = lru.view %[[UB]]
 // CHECK: %[[FWD:.*]] = lru.scan %[[LAMBDA]], %[[IN]] : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
-// CHECK: %[[YF:.*]] = lru.sub
+// CHECK: %[[YF:.*]] = lru.matmul nt
 // CHECK: %[[REV:.*]] = lru.scan %[[LAMBDA]], %[[IN]] reverse : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
-// CHECK: %[[RVRE:.*]] = lru.re %[[REV]]
-// CHECK: %[[YRRE:.*]] = lru.matmul nt %[[RVRE]], %[[RRE]]
-// CHECK: %[[RVIM:.*]] = lru.im %[[REV]]
-// CHECK: %[[YRIM:.*]] = lru.matmul nt %[[RVIM]], %[[RIM]]
-// CHECK: %[[YR:.*]] = lru.sub %[[YRRE]], %[[YRIM]]
+// CHECK: %[[NRIM:.*]] = lru.neg %[[RIM]]
+// CHECK: %[[RCONJ:.*]] = lru.complex %[[RRE]], %[[NRIM]]
+// CHECK: %[[RW:.*]] = lru.view %[[RCONJ]]
+// CHECK: %[[RVF:.*]] = lru.view %[[REV]]
+// CHECK: %[[YR:.*]] = lru.matmul nt %[[RVF]], %[[RW]]
 // CHECK: %[[YS:.*]] = lru.add %[[YF]], %[[YR]]
 // CHECK: %[[DU:.*]] = lru.mul %[[U]], %{{.*}}
 // CHECK: %[[OUT:.*]] = lru.add %[[YS]], %[[DU]]
@@ -156,9 +162,9 @@ module {
 // CHECK: %[[PH:.*]] = lru.broadcast %[[ETH]] like %[[G]] dims [2]
 // CHECK: %[[LOGL:.*]] = lru.complex %[[A]], %[[PH]] : tensor<?x16x8xf32> -> tensor<?x16x8xcomplex<f32>>
 // CHECK: %[[LAMBDA:.*]] = lru.exp %[[LOGL]] : tensor<?x16x8xcomplex<f32>>
-// CHECK: %[[IN:.*]] = lru.complex
+// CHECK: %[[IN:.*]] = lru.view %{{.*}} : tensor<?x16x16xf32> -> tensor<?x16x8xcomplex<f32>>
 // CHECK: %[[H:.*]] = lru.scan %[[LAMBDA]], %[[IN]] : (tensor<?x16x8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
-// CHECK: lru.re %[[H]]
+// CHECK: lru.view %[[H]]
 // CHECK: %[[Y1:.*]] = lru.add
 // Stable: a = -softplus(exp(nu) - g).
 // CHECK: %[[G2:.*]] = lru.matmul nt %[[U]], %[[GATE]]
@@ -210,8 +216,8 @@ module {
 // CHECK: %[[ZEROS:.*]] = lru.broadcast %[[ZERO]] like %[[G]] dims []
 // CHECK: %[[NC:.*]] = lru.complex %[[N1]], %[[ZEROS]]
 // CHECK: %[[HN:.*]] = lru.div %[[H]], %[[NC]] : tensor<?x16x8xcomplex<f32>>
-// CHECK: lru.re %[[HN]]
-// CHECK: lru.im %[[HN]]
+// CHECK: %[[HF:.*]] = lru.view %[[HN]] : tensor<?x16x8xcomplex<f32>> -> tensor<?x16x16xf32>
+// CHECK: lru.matmul nt %[[HF]]
 // CHECK: return
 module {
   func.func @forward(%u: tensor<?x16x4xf32>, %len: tensor<?xi32>) -> tensor<?x16x4xf32> {

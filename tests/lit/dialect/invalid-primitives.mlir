@@ -66,6 +66,30 @@ func.func @reduce_result(%x: tensor<?x4xf32>) {
 
 // -----
 
+func.func @view_floats(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'lru.view' op views 4 floats per leading index as 6 ('tensor<?x4xf32>' -> 'tensor<?x3xcomplex<f32>>')}}
+  %0 = lru.view %x : tensor<?x4xf32> -> tensor<?x3xcomplex<f32>>
+  return
+}
+
+// -----
+
+func.func @view_batch(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'lru.view' op expects the same leading dynamic dims in 'tensor<?x4xf32>' and 'tensor<8xf32>'}}
+  %0 = lru.view %x : tensor<?x4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @view_inner_dynamic(%x: tensor<?x4x?xf32>) {
+  // expected-error @+1 {{'lru.view' op expects dynamic dims only before the static ones}}
+  %0 = lru.view %x : tensor<?x4x?xf32> -> tensor<?x4x?xf32>
+  return
+}
+
+// -----
+
 func.func @concat_empty() {
   // expected-error @+1 {{'lru.concat' op expects at least one input}}
   %0 = lru.concat dim 0 : () -> tensor<4xf32>

@@ -63,6 +63,10 @@ func.func @shapes(%x: tensor<?x16x4xf32>, %v: tensor<4xf32>, %s: tensor<f32>, %l
   %4 = lru.concat %x, %x dim 2 : (tensor<?x16x4xf32>, tensor<?x16x4xf32>) -> tensor<?x16x8xf32>
   // CHECK: lru.slice %[[X]] dim 1 offset 2 size 3 : tensor<?x16x4xf32> -> tensor<?x3x4xf32>
   %5 = lru.slice %x dim 1 offset 2 size 3 : tensor<?x16x4xf32> -> tensor<?x3x4xf32>
+  // CHECK: %[[C:.*]] = lru.view %[[X]] : tensor<?x16x4xf32> -> tensor<?x16x2xcomplex<f32>>
+  %vc = lru.view %x : tensor<?x16x4xf32> -> tensor<?x16x2xcomplex<f32>>
+  // CHECK: lru.view %[[C]] : tensor<?x16x2xcomplex<f32>> -> tensor<?x64xf32>
+  %vf = lru.view %vc : tensor<?x16x2xcomplex<f32>> -> tensor<?x64xf32>
   // CHECK: lru.shift %[[X]] : (tensor<?x16x4xf32>) -> tensor<?x16x4xf32>
   %6 = lru.shift %x : (tensor<?x16x4xf32>) -> tensor<?x16x4xf32>
   // CHECK: lru.shift %[[X]] init %[[INIT]] lengths %[[LEN]] reverse : (tensor<?x16x4xf32>, tensor<?x4xf32>, tensor<?xi32>) -> tensor<?x16x4xf32>

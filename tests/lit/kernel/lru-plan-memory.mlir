@@ -39,6 +39,29 @@ func.func @overlap(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> (tensor<?x4xf32>, 
 
 // -----
 
+// A view has no buffer: its readers read the buffer of what it views, which
+// stays taken until the last of them. %1 does not get %0's slot (%0 is read
+// later, through the view); %3, after the view's reader, does.
+// CHECK-LABEL: func.func @view(
+// CHECK-SAME: lru.workspace = array<i64: 192, 0>
+// CHECK: lru.exp %{{.*}} {lru.buffers = array<i64: 0>} : tensor<?x4xf32>
+// CHECK-NEXT: lru.view
+// CHECK-NOT: lru.buffers
+// CHECK-SAME: -> tensor<?x2xcomplex<f32>>
+// CHECK-NEXT: lru.exp %{{.*}} {lru.buffers = array<i64: 1>} : tensor<?x4xf32>
+// CHECK-NEXT: lru.exp %{{.*}} {lru.buffers = array<i64: 2>} : tensor<?x2xcomplex<f32>>
+// CHECK-NEXT: lru.exp %{{.*}} {lru.buffers = array<i64: 0>} : tensor<?x2xcomplex<f32>>
+func.func @view(%a: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<?x2xcomplex<f32>>) {
+  %0 = lru.exp %a : tensor<?x4xf32>
+  %v = lru.view %0 : tensor<?x4xf32> -> tensor<?x2xcomplex<f32>>
+  %1 = lru.exp %a : tensor<?x4xf32>
+  %2 = lru.exp %v : tensor<?x2xcomplex<f32>>
+  %3 = lru.exp %2 : tensor<?x2xcomplex<f32>>
+  return %1, %3 : tensor<?x4xf32>, tensor<?x2xcomplex<f32>>
+}
+
+// -----
+
 // Parameters point into the caller's block: no buffer.
 // CHECK-LABEL: func.func @param(
 // CHECK: lru.param "w"

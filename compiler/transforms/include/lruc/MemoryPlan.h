@@ -4,7 +4,9 @@
 // other than parameters, which point into the caller's blocks) gets a slot
 // of one workspace. Values whose lifetimes do not overlap share a slot. The
 // only dynamic dim is the leading batch dim, so each size is
-// `perExample * B + fixed` bytes; slots are 64-byte aligned. The
+// `perExample * B + fixed` bytes; slots are 64-byte aligned. A view
+// (lru.view) reads the buffer of the value it views, which stays alive until
+// the view's last reader. The
 // -lru-plan-memory pass writes the plan into the IR (the kernel-level IR
 // that backends emit); readMemoryPlan reads it back.
 //
@@ -56,8 +58,13 @@ mlir::FailureOr<MemoryPlan> readMemoryPlan(mlir::func::FuncOp func);
 /// sum every chunk's row of partial sums (lru::FusedOp).
 ByteSize bufferSize(mlir::Value v);
 
-/// Whether `v` needs a buffer of its own (parameters do not).
+/// Whether `v` needs a buffer of its own (parameters, arguments and views
+/// do not).
 bool isStored(mlir::Value v);
+
+/// The value whose buffer holds `v`: `v`, or for an lru.view (of a view...)
+/// the value it views.
+mlir::Value storageOf(mlir::Value v);
 
 } // namespace lruc
 

@@ -171,6 +171,17 @@ template <class T>
 void slice(const T *x, const Shape &xShape, int dim, int64_t offset,
            int64_t size, T *y);
 
+/// A buffer's floats read as another element type (lru.view): a cfloat is
+/// two floats, real part first. Keeps the pointer's constness.
+template <class To, class From>
+To *viewAs(From *x) {
+  return reinterpret_cast<To *>(x);
+}
+template <class To, class From>
+const To *viewAs(const From *x) {
+  return reinterpret_cast<const To *>(x);
+}
+
 // --- Sequences [B, L, N] ----------------------------------------------------
 
 /// Whether every length is within [0, steps] (null lengths are); else a
