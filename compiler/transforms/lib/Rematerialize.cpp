@@ -6,7 +6,11 @@
 // (its own full-size inputs) and of smaller ones (a bias, a per-row mask, a
 // scalar), the reading group computes it again from those instead: a
 // broadcast of a parameter or of the length mask, the sigmoid's s(1 - s),
-// a masked copy. A result that no group reads any more leaves its group.
+// a masked copy. When a group is a result's only reader, it may also load
+// one other full-size value of the result's type instead (x for x * mask,
+// where x is stored anyway or is the producer's input): a load for a load,
+// and the result is not stored. A result that no group reads any more
+// leaves its group.
 // Likewise a lone lru.shift read by scan groups over the same sequences
 // becomes a read of the shifted input a step away inside them.
 //
@@ -56,16 +60,20 @@ struct Slice {
 };
 
 /// The slice computing `v` in `producer` for `reader`, or nothing when one
-/// of its ops may not be computed again or there are too many.
+/// of its ops may not be computed again or there are too many. It starts
+/// at the producer's results that the reader reads, or with
+/// `fromStoredResults` at any of its results that something reads (stored
+/// anyway).
 std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
-                             lru::FusedOp reader) {
+                             lru::FusedOp reader, bool fromStoredResults) {
   Operation *yield = producer.getBody().front().getTerminator();
-  // The producer's result that yields `body` and that the reader reads.
+  // The producer's result that yields `body` where the slice starts.
   auto resultRead = [&](Value body) -> Value {
     for (OpOperand &operand : yield->getOpOperands()) {
       Value result = producer->getResult(operand.getOperandNumber());
       if (operand.get() == body &&
-          llvm::is_contained(reader->getOperands(), result))
+          (llvm::is_contained(reader->getOperands(), result) ||
+           (fromStoredResults && !result.use_empty())))
         return result;
     }
     return {};
@@ -148,30 +156,44 @@ void replaceInput(lru::FusedOp group, unsigned index, Value value) {
 }
 
 /// Computes `result` (of `producer`) inside `reader` instead of reading it,
-/// if `reader` loads every full-size value that computation reads. Returns
-/// whether it did.
+/// if `reader` loads every full-size value that computation reads; or, when
+/// `reader` is the result's only reader, if the computation reads one
+/// full-size value of the result's type that `reader` does not load and
+/// the producer stores anyway (a masked copy x * mask read as x): a load for
+/// a load, and the result is not stored. Returns whether it did.
 bool computeInReader(lru::FusedOp producer, OpResult result,
-                     lru::FusedOp reader) {
+                     lru::FusedOp reader, bool swapLoad) {
   auto loopType = cast<RankedTensorType>(result.getType());
   std::optional<unsigned> readIndex = inputIndex(reader, result);
   Block &readerBody = reader.getBody().front();
   if (!readIndex || !readsPerElement(readerBody.getArgument(*readIndex)))
     return false;
+  if (swapLoad && !result.hasOneUse())
+    return false;
   Operation *yield = producer.getBody().front().getTerminator();
   Value yielded = yield->getOperand(result.getResultNumber());
-  std::optional<Slice> slice = sliceOf(producer, yielded, reader);
+  std::optional<Slice> slice = sliceOf(producer, yielded, reader, swapLoad);
   if (!slice)
     return false;
-  // Each block argument of the slice is an input of the producer; a
-  // full-size one (of the loop's shape, real or complex) must already be
-  // an input of the reader.
+  // Each block argument of the slice is an input of the producer. The
+  // full-size values the slice starts at (of the loop's shape, real or
+  // complex) that the reader does not load: none, or with `swapLoad` one
+  // of the result's type.
+  SmallVector<Value> newLoads;
   for (BlockArgument argument : slice->arguments) {
     Value outside = producer->getOperand(argument.getArgNumber());
     if (cast<ShapedType>(outside.getType()).getShape() ==
             loopType.getShape() &&
         !inputIndex(reader, outside))
-      return false;
+      newLoads.push_back(outside);
   }
+  for (auto [body, stored] : slice->readResults)
+    if (!inputIndex(reader, stored))
+      newLoads.push_back(stored);
+  if (newLoads.size() > (swapLoad ? 1u : 0u) ||
+      llvm::any_of(newLoads,
+                   [&](Value v) { return v.getType() != result.getType(); }))
+    return false;
 
   // A broadcast's `like` (only its shape is read): a reader's input of
   // that shape other than the value replaced.
@@ -291,7 +313,8 @@ struct RematerializePass
         if (!lruc::group::isBatchSized(result))
           continue;
         for (lru::FusedOp reader : readersOf(result))
-          computeInReader(group, result, reader);
+          if (!computeInReader(group, result, reader, /*swapLoad=*/false))
+            computeInReader(group, result, reader, /*swapLoad=*/true);
       }
       dropUnreadResults(group);
     }

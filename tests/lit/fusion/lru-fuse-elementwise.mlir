@@ -32,12 +32,12 @@ func.func @chain(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: lru.yield
 // CHECK: %[[R:.*]] = lru.reduce_sum %[[F]]#1
 // CHECK: return %[[F]]#0, %[[R]]
-func.func @outputs(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> (tensor<4x3xcomplex<f32>>, tensor<f32>) {
+func.func @outputs(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> (tensor<4x3xcomplex<f32>>, tensor<4xf32>) {
   %z = lru.complex %a, %b : tensor<4x3xf32> -> tensor<4x3xcomplex<f32>>
   %e = lru.exp %z : tensor<4x3xcomplex<f32>>
   %r = lru.re %e : tensor<4x3xcomplex<f32>> -> tensor<4x3xf32>
-  %sum = lru.reduce_sum %r dims [0, 1] : tensor<4x3xf32> -> tensor<f32>
-  return %e, %sum : tensor<4x3xcomplex<f32>>, tensor<f32>
+  %sum = lru.reduce_sum %r dims [1] : tensor<4x3xf32> -> tensor<4xf32>
+  return %e, %sum : tensor<4x3xcomplex<f32>>, tensor<4xf32>
 }
 
 // -----

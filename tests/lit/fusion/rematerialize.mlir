@@ -4,7 +4,7 @@
 // for the second: the second broadcasts them itself (its `like` one of its
 // own inputs), and the first no longer yields them nor reads the
 // parameter. Its product with an input the second group does not read
-// stays stored.
+// stays stored (the function returns it too).
 // CHECK-LABEL: func.func @broadcasts
 // CHECK: %[[P:.*]] = lru.fused(%arg0, %arg1) : (tensor<?x5x4xf32>, tensor<?x5xf32>) -> tensor<?x5x4xf32>
 // CHECK-NOT: %arg2
@@ -14,7 +14,7 @@
 // CHECK-DAG: lru.broadcast %[[M]] like %[[Y]] dims [0, 1]
 // CHECK-DAG: lru.broadcast %[[D]] like %[[Y]] dims [2]
 func.func @broadcasts(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
-                      %d: tensor<4xf32>, %z: tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+                      %d: tensor<4xf32>, %z: tensor<?x5x4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
   %g:3 = lru.fused(%x, %mask, %d) : (tensor<?x5x4xf32>, tensor<?x5xf32>, tensor<4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
   ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>, %p: tensor<4xf32>):
     %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
@@ -29,6 +29,58 @@ func.func @broadcasts(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
     %u = lru.add %t, %a : tensor<?x5x4xf32>
     lru.yield %u : tensor<?x5x4xf32>
   }
+  return %r, %g#0 : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+}
+
+// -----
+
+// A masked copy y = x * mask that one group reads, where x is stored
+// anyway (the function returns it): that group loads x instead of y (a
+// load for a load) and masks it itself, and y is not stored. Without a
+// reader of x elsewhere, x is the producer's input: the reader loads that,
+// and the producer, left with nothing to store, goes.
+// CHECK-LABEL: func.func @masked_copy
+// CHECK: %[[P:.*]] = lru.fused(%arg0) : (tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+// CHECK: lru.exp
+// CHECK-NEXT: lru.yield %{{.*}} : tensor<?x5x4xf32>
+// CHECK: %[[R:.*]] = lru.fused(%arg2, %[[P]], %arg1)
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<?x5x4xf32>, %[[X:.*]]: tensor<?x5x4xf32>, %[[M:.*]]: tensor<?x5xf32>):
+// CHECK-NEXT: %[[MB:.*]] = lru.broadcast %[[M]]
+// CHECK-NEXT: lru.mul %[[X]], %[[MB]]
+// CHECK: return %[[R]], %[[P]]
+// CHECK-LABEL: func.func @masked_input
+// CHECK-NOT: lru.fused(%arg0, %arg1)
+// CHECK: %[[R:.*]] = lru.fused(%arg2, %arg1, %arg0)
+// CHECK: return %[[R]]
+func.func @masked_copy(%in: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
+                       %z: tensor<?x5x4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  %g:2 = lru.fused(%in, %mask) : (tensor<?x5x4xf32>, tensor<?x5xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>):
+    %x = lru.exp %a : tensor<?x5x4xf32>
+    %mb = lru.broadcast %m like %x dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %y = lru.mul %x, %mb : tensor<?x5x4xf32>
+    lru.yield %x, %y : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+  }
+  %r = lru.fused(%z, %g#1) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%b: tensor<?x5x4xf32>, %y: tensor<?x5x4xf32>):
+    %u = lru.add %b, %y : tensor<?x5x4xf32>
+    lru.yield %u : tensor<?x5x4xf32>
+  }
+  return %r, %g#0 : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+}
+func.func @masked_input(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
+                        %z: tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  %y = lru.fused(%x, %mask) : (tensor<?x5x4xf32>, tensor<?x5xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>):
+    %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %p = lru.mul %a, %mb : tensor<?x5x4xf32>
+    lru.yield %p : tensor<?x5x4xf32>
+  }
+  %r = lru.fused(%z, %y) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%b: tensor<?x5x4xf32>, %v: tensor<?x5x4xf32>):
+    %u = lru.add %b, %v : tensor<?x5x4xf32>
+    lru.yield %u : tensor<?x5x4xf32>
+  }
   return %r : tensor<?x5x4xf32>
 }
 
@@ -36,7 +88,8 @@ func.func @broadcasts(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
 
 // The sigmoid's s * (1 - s), stored beside s: a reader of both computes
 // it from s; a reader of it alone could only compute it from the
-// pre-activation, which it does not read, so that one still reads it.
+// pre-activation, which it does not read, so that one still reads it (the
+// function returns both, so neither would go: no load to swap).
 // CHECK-LABEL: func.func @sigmoid_slope
 // CHECK: %[[G:.*]]:2 = lru.fused(%arg0)
 // CHECK: lru.fused(%[[G]]#0, %arg1)
@@ -47,7 +100,7 @@ func.func @broadcasts(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
 // CHECK-NEXT: lru.mul %[[S]]
 // CHECK: lru.fused(%[[G]]#1, %arg1)
 func.func @sigmoid_slope(%x: tensor<?x3xf32>, %g: tensor<?x3xf32>)
-    -> (tensor<?x3xf32>, tensor<?x3xf32>) {
+    -> (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
   %p:2 = lru.fused(%x) : (tensor<?x3xf32>) -> (tensor<?x3xf32>, tensor<?x3xf32>) {
   ^bb0(%a: tensor<?x3xf32>):
     %one = arith.constant dense<1.0> : tensor<f32>
@@ -68,7 +121,7 @@ func.func @sigmoid_slope(%x: tensor<?x3xf32>, %g: tensor<?x3xf32>)
     %e = lru.mul %b, %d : tensor<?x3xf32>
     lru.yield %e : tensor<?x3xf32>
   }
-  return %both, %alone : tensor<?x3xf32>, tensor<?x3xf32>
+  return %both, %alone, %p#0, %p#1 : tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>
 }
 
 // -----

@@ -57,22 +57,19 @@ func.func @centered(%x: tensor<?x4xf32>, %scale: tensor<4xf32>) -> tensor<?x4xf3
 // -----
 
 // Must not join: a sum that keeps a dim other than the last (mean pooling
-// over time), a sum over every dim (no static column), and a sum of a value
-// no group computes.
+// over time), and a sum of a value no group computes.
 // CHECK-LABEL: func.func @not_joined
 // CHECK: %[[G:.*]] = lru.fused(%arg0) : (tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
 // CHECK-NOT: lru.reduce_sum
 // CHECK: }
 // CHECK: lru.reduce_sum %[[G]] dims [1] : tensor<?x5x4xf32> -> tensor<?x4xf32>
-// CHECK: lru.reduce_sum %[[G]] dims [0, 1, 2]
 // CHECK: lru.reduce_sum %arg0 dims [0, 1]
-func.func @not_joined(%x: tensor<?x5x4xf32>) -> (tensor<?x4xf32>, tensor<f32>, tensor<4xf32>) {
+func.func @not_joined(%x: tensor<?x5x4xf32>) -> (tensor<?x4xf32>, tensor<4xf32>) {
   %e = lru.exp %x : tensor<?x5x4xf32>
   %n = lru.neg %e : tensor<?x5x4xf32>
   %pool = lru.reduce_sum %n dims [1] : tensor<?x5x4xf32> -> tensor<?x4xf32>
-  %all = lru.reduce_sum %n dims [0, 1, 2] : tensor<?x5x4xf32> -> tensor<f32>
   %raw = lru.reduce_sum %x dims [0, 1] : tensor<?x5x4xf32> -> tensor<4xf32>
-  return %pool, %all, %raw : tensor<?x4xf32>, tensor<f32>, tensor<4xf32>
+  return %pool, %raw : tensor<?x4xf32>, tensor<4xf32>
 }
 
 // -----
@@ -109,4 +106,27 @@ func.func @closed_group(%x: tensor<?x4xf32>, %w: tensor<3x4xf32>) -> (tensor<?x3
   %y = lru.matmul nt %n, %w : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x3xf32>
   %s = lru.reduce_sum %n dims [0] : tensor<?x4xf32> -> tensor<4xf32>
   return %y, %s : tensor<?x3xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A sum of every element (a mean's total, a mask's count) is a sum over the
+// leading dims, keeping the last, then a sum of that row: the first joins
+// the group of what it sums (a loop over all rows at once, in chunks), where
+// one sum of everything would be one long loop. A sum that keeps a dim, and
+// one of a vector, stay as they are.
+// CHECK-LABEL: func.func @full
+// CHECK: %[[G:.*]] = lru.fused(%arg0) : (tensor<?x5x4xf32>) -> tensor<4xf32> {
+// CHECK: lru.exp
+// CHECK: lru.reduce_sum %{{.*}} dims [0, 1] : tensor<?x5x4xf32> -> tensor<4xf32>
+// CHECK: %[[T:.*]] = lru.reduce_sum %[[G]] dims [0] : tensor<4xf32> -> tensor<f32>
+// CHECK: %[[R:.*]] = lru.reduce_sum %arg1 dims [1] : tensor<?x5xf32> -> tensor<?xf32>
+// CHECK: %[[V:.*]] = lru.reduce_sum %[[R]] dims [0] : tensor<?xf32> -> tensor<f32>
+// CHECK: return %[[T]], %[[V]]
+func.func @full(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>) -> (tensor<f32>, tensor<f32>) {
+  %e = lru.exp %x : tensor<?x5x4xf32>
+  %s = lru.reduce_sum %e dims [0, 1, 2] : tensor<?x5x4xf32> -> tensor<f32>
+  %r = lru.reduce_sum %mask dims [1] : tensor<?x5xf32> -> tensor<?xf32>
+  %v = lru.reduce_sum %r dims [0] : tensor<?xf32> -> tensor<f32>
+  return %s, %v : tensor<f32>, tensor<f32>
 }
