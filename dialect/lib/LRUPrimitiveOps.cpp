@@ -486,7 +486,7 @@ LogicalResult FusedOp::verify() {
       shape = tensor.getShape();
     return tensor.getShape() == *shape;
   };
-  // Inputs that only contiguous broadcasts read, or a scan as its lambda,
+  // Inputs that only broadcasts read, or a scan as its lambda,
   // init or lengths, may have any shape.
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs())) {
     bool broadcastOnly = !arg.use_empty() &&
@@ -565,9 +565,6 @@ LogicalResult FusedOp::verify() {
     auto constant = dyn_cast<arith::ConstantOp>(op);
     bool splat = constant && isa<SplatElementsAttr>(constant.getValue());
     auto broadcast = dyn_cast<BroadcastOp>(op);
-    if (broadcast && !broadcast.isContiguous())
-      return op.emitOpError("in an lru.fused group must broadcast to "
-                            "consecutive dims");
     if (!splat && !broadcast && !isa<ScanOp>(op) &&
         !op.hasTrait<OpTrait::Elementwise>())
       return op.emitOpError("is not elementwise: it cannot be in an lru.fused "

@@ -40,26 +40,6 @@ constexpr const char kPrelude[] =
 #include "DevicePrelude.inc"
     ;
 
-
-/// Row-major coordinates of flat indices of a tensor type, as C++.
-class Coordinates {
-public:
-  explicit Coordinates(RankedTensorType type) : shape(type.getShape()) {}
-
-  /// The stride of dim k (never involves the batch: only dim 0 is dynamic).
-  std::string stride(int64_t k) const {
-    return productExpr(shape.drop_front(k + 1));
-  }
-  /// Coordinate k of the flat index `flat`.
-  std::string coordinate(int64_t k, StringRef flat) const {
-    std::string q = "(" + flat.str() + " / (" + stride(k) + "))";
-    return k == 0 ? q : "(" + q + " % " + dimExpr(shape[k]) + ")";
-  }
-
-private:
-  ArrayRef<int64_t> shape;
-};
-
 class CudaFunctionEmitter {
 public:
   CudaFunctionEmitter(llvm::raw_ostream &os, unsigned &counter,
@@ -503,11 +483,7 @@ private:
   }
 
   LogicalResult emitBroadcast(lru::BroadcastOp op) {
-    auto x = tensorType(op.getX()), y = tensorType(op.getResult());
-    Coordinates from(x), to(y);
-    std::string index = "0";
-    for (auto [k, d] : llvm::enumerate(op.getDims()))
-      index += " + " + to.coordinate(d, "i") + " * " + from.stride(k);
+    std::string index = broadcastSourceIndex(op, "i");
     std::string count = countExpr(op.getResult());
     begin(op, "", count, {op.getX()}, {op.getResult()});
     gridLoop(count);

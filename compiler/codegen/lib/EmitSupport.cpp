@@ -45,6 +45,25 @@ std::string productExpr(ArrayRef<int64_t> dims) {
 
 std::string countExpr(Value v) { return productExpr(tensorType(v).getShape()); }
 
+std::string broadcastSourceIndex(lru::BroadcastOp op, StringRef flat,
+                                 StringRef column) {
+  // The sum over x's dims k of the element's coordinate in dims[k] times
+  // x's stride of k.
+  auto shape = tensorType(op.getResult()).getShape();
+  int64_t last = int64_t(shape.size()) - 1;
+  Coordinates to(column.empty() ? shape : shape.drop_back());
+  Coordinates from(tensorType(op.getX()));
+  std::string index;
+  for (auto [k, d] : llvm::enumerate(op.getDims())) {
+    std::string coordinate =
+        !column.empty() && d == last ? column.str() : to.coordinate(d, flat);
+    std::string stride = from.stride(int64_t(k));
+    index += (index.empty() ? "" : " + ") + coordinate +
+             (stride == "1" ? "" : " * " + stride);
+  }
+  return index.empty() ? "0" : index;
+}
+
 std::string floatLiteral(double v) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -210,19 +229,25 @@ LogicalResult FusedBody::writeElement(
       continue; // added to its accumulator below
     }
     if (auto broadcast = dyn_cast<lru::BroadcastOp>(inner)) {
-      // A contiguous broadcast reads its input at (i / inner) % count.
+      // A contiguous broadcast reads its input at (i / inner) % count;
+      // another at the element's coordinates in its mapped dims.
       std::string name = "t" + std::to_string(counter++);
       Value x = broadcast.getX();
       int64_t inner = broadcast.getInnerCount();
-      std::string index =
-          broadcast.getDims().empty()
-              ? "0"
-              : "(i / " + std::to_string(inner) + ") % (" + countExpr(x) + ")";
-      if (layout.nested && inner == 1 && countExpr(x) == layout.last)
+      std::string index;
+      if (!broadcast.isContiguous())
+        index = layout.nested && !layout.scan
+                    ? broadcastSourceIndex(broadcast, "o", "j")
+                    : broadcastSourceIndex(broadcast, "i");
+      else if (broadcast.getDims().empty())
+        index = "0";
+      else if (layout.nested && inner == 1 && countExpr(x) == layout.last)
         index = "j";
       else if (layout.nested && inner == shape.back() &&
                countExpr(x) == layout.rows)
         index = "o";
+      else
+        index = "(i / " + std::to_string(inner) + ") % (" + countExpr(x) + ")";
       if (!arrays.count(x)) { // a splat constant, already a scalar
         scalars[broadcast.getResult()] = scalars.lookup(x);
         continue;

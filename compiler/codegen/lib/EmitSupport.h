@@ -40,6 +40,33 @@ std::string productExpr(llvm::ArrayRef<int64_t> dims);
 /// The element count of `v`'s tensor as C++.
 std::string countExpr(mlir::Value v);
 
+/// Row-major coordinates of flat indices of a shape, as C++.
+class Coordinates {
+public:
+  explicit Coordinates(llvm::ArrayRef<int64_t> shape) : shape(shape) {}
+  explicit Coordinates(mlir::RankedTensorType type)
+      : shape(type.getShape()) {}
+
+  /// The stride of dim k (never involves the batch: only dim 0 is dynamic).
+  std::string stride(int64_t k) const {
+    return productExpr(shape.drop_front(k + 1));
+  }
+  /// Coordinate k of the flat index `flat`.
+  std::string coordinate(int64_t k, llvm::StringRef flat) const {
+    std::string q = "(" + flat.str() + " / (" + stride(k) + "))";
+    return k == 0 ? q : "(" + q + " % " + dimExpr(shape[k]) + ")";
+  }
+
+private:
+  llvm::ArrayRef<int64_t> shape;
+};
+
+/// Where lru.broadcast `op` reads its input for the result's element at
+/// flat index `flat`; or, given `column`, for the element of row `flat` (a
+/// row: every dim but the last) and of `column` in the last dim.
+std::string broadcastSourceIndex(::lru::BroadcastOp op, llvm::StringRef flat,
+                                 llvm::StringRef column = "");
+
 std::string floatLiteral(double v);
 /// The C++ literals of `attr`'s elements (one for a splat).
 std::vector<std::string> elementLiterals(mlir::DenseElementsAttr attr);

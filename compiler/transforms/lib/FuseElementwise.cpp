@@ -1,7 +1,7 @@
 //===- FuseElementwise.cpp - Elementwise ops into lru.fused groups --------===//
 //
 // Scans each function's ops in order, keeping one open group per shape. An
-// elementwise op (or a broadcast to consecutive dims) joins the group of
+// elementwise op (or a broadcast) joins the group of
 // its result's shape; any other op that reads a group's value, and any
 // member that reads a group of another shape, closes that group. A closed group
 // is built at the place of its last member: its inputs are defined before its

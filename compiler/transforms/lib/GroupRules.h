@@ -16,12 +16,12 @@
 
 namespace lruc::group {
 
-/// A single-result elementwise op on a ranked tensor, or a broadcast that a
-/// loop over its result reads directly (lru::BroadcastOp::isContiguous):
+/// A single-result elementwise op on a ranked tensor, or a broadcast (a
+/// loop over its result reads its input at the element's coordinates):
 /// what a group's loop computes at each of its elements.
 inline bool isPerElement(mlir::Operation *op) {
-  if (auto broadcast = mlir::dyn_cast<lru::BroadcastOp>(op))
-    return broadcast.isContiguous();
+  if (mlir::isa<lru::BroadcastOp>(op))
+    return true;
   return op->hasTrait<mlir::OpTrait::Elementwise>() &&
          op->getNumResults() == 1 &&
          mlir::isa<mlir::RankedTensorType>(op->getResult(0).getType());

@@ -53,19 +53,6 @@ func.func @shift_other_lengths(%a: tensor<2x3x4xf32>, %l: tensor<4xf32>,
 
 // -----
 
-func.func @strided_broadcast(%a: tensor<2x2xf32>, %b: tensor<2x3x2xf32>) -> tensor<2x3x2xf32> {
-  %r = lru.fused(%a, %b) : (tensor<2x2xf32>, tensor<2x3x2xf32>) -> tensor<2x3x2xf32> {
-  ^bb0(%x: tensor<2x2xf32>, %y: tensor<2x3x2xf32>):
-    // expected-error @+1 {{in an lru.fused group must broadcast to consecutive dims}}
-    %z = lru.broadcast %x like %y dims [0, 2] : (tensor<2x2xf32>, tensor<2x3x2xf32>) -> tensor<2x3x2xf32>
-    %w = lru.add %z, %y : tensor<2x3x2xf32>
-    lru.yield %w : tensor<2x3x2xf32>
-  }
-  return %r : tensor<2x3x2xf32>
-}
-
-// -----
-
 func.func @yield_types(%a: tensor<3xf32>) -> tensor<3xf32> {
   // expected-error @+1 {{expects lru.yield of the results' types}}
   %r = lru.fused(%a) : (tensor<3xf32>) -> tensor<3xf32> {
