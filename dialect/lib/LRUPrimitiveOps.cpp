@@ -486,7 +486,7 @@ LogicalResult FusedOp::verify() {
       shape = tensor.getShape();
     return tensor.getShape() == *shape;
   };
-  // Inputs that only broadcasts read, or a scan as its lambda,
+  // Inputs that only broadcasts or slices read, or a scan as its lambda,
   // init or lengths, may have any shape.
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs())) {
     bool broadcastOnly = !arg.use_empty() &&
@@ -495,12 +495,15 @@ LogicalResult FusedOp::verify() {
             return use.get() != scan.getB();
           if (auto shift = dyn_cast<ShiftOp>(use.getOwner()))
             return use.get() != shift.getX();
+          if (isa<SliceOp>(use.getOwner()))
+            return true;
           auto broadcast = dyn_cast<BroadcastOp>(use.getOwner());
           return broadcast && use.getOperandNumber() == 0;
         });
     if (!broadcastOnly && !sameShape(input.getType()))
       return emitOpError("expects inputs and results of one shape (but for "
-                         "inputs that only lru.broadcast reads)");
+                         "inputs that only lru.broadcast or lru.slice "
+                         "reads)");
   }
   // At most one scan: the loop runs along its time dim; what it reads
   // besides b comes from outside the group.
@@ -560,6 +563,16 @@ LogicalResult FusedOp::verify() {
         return op.emitOpError("in an lru.fused group needs the group's scan, "
                               "of its shape, and its x, init and lengths "
                               "(the scan's) from the group's inputs");
+      continue;
+    }
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      // A read of an input at the element's row and column + offset.
+      int64_t last = slice.getType().getRank() - 1;
+      if (!isa<BlockArgument>(slice.getX()) || slice.getDimAttr().getInt() != last ||
+          !sameShape(slice.getType()))
+        return op.emitOpError("in an lru.fused group slices one of the "
+                              "group's inputs along its last dim, to the "
+                              "group's shape");
       continue;
     }
     auto constant = dyn_cast<arith::ConstantOp>(op);

@@ -257,6 +257,24 @@ LogicalResult FusedBody::writeElement(
       scalars[broadcast.getResult()] = name;
       continue;
     }
+    if (auto slice = dyn_cast<lru::SliceOp>(inner)) {
+      // Along the last dim (the verifier's rule): the input's element at
+      // the same row, the column moved by the offset.
+      std::string name = "t" + std::to_string(counter++);
+      int64_t width = tensorType(slice.getX()).getShape().back();
+      int64_t size = slice.getType().getShape().back();
+      std::string offset = std::to_string(slice.getOffsetAttr().getInt());
+      std::string index =
+          layout.nested && !layout.scan
+              ? "o * " + std::to_string(width) + " + " + offset + " + j"
+              : "(i / " + std::to_string(size) + ") * " +
+                    std::to_string(width) + " + " + offset + " + i % " +
+                    std::to_string(size);
+      k << "    const " << elementType(slice.getType()) << " " << name
+        << " = " << arrays.lookup(slice.getX()) << "[" << index << "];\n";
+      scalars[slice.getResult()] = name;
+      continue;
+    }
     if (auto shift = dyn_cast<lru::ShiftOp>(inner)) {
       // In a scan group (the verifier's rule): the input's previous step
       // (next, reversed), `init` at a sequence's first (last) real step,

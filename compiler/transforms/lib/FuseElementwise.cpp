@@ -56,10 +56,24 @@ bool isFusibleScan(Operation *op) {
   return type.getRank() == 3 && !type.isDynamicDim(1) && !type.isDynamicDim(2);
 }
 
-/// What a loop computes at each element (lruc::group::isPerElement) or a
-/// fusible scan.
+/// A slice of a static last dim to a narrower one: a loop over its result
+/// reads its input at the element's row and column + offset (never a
+/// value of the same group: that has the loop's shape).
+bool isFusibleSlice(Operation *op) {
+  auto slice = dyn_cast<lru::SliceOp>(op);
+  if (!slice)
+    return false;
+  auto x = cast<RankedTensorType>(slice.getX().getType());
+  int64_t last = x.getRank() - 1;
+  return slice.getDimAttr().getInt() == last && !x.isDynamicDim(last) &&
+         slice.getSizeAttr().getInt() < x.getDimSize(last);
+}
+
+/// What a loop computes at each element (lruc::group::isPerElement), a
+/// fusible scan or a slice of its last dim.
 bool isFusible(Operation *op) {
-  return lruc::group::isPerElement(op) || isFusibleScan(op);
+  return lruc::group::isPerElement(op) || isFusibleScan(op) ||
+         isFusibleSlice(op);
 }
 
 /// A sum over every dim but a static last one (lru::FusedOp): it joins the

@@ -367,7 +367,10 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     lambda, init and lengths are inputs of the group): then the loop runs
     along the scan's time dim, the scan's producers and consumers computed
     at each step, and `lru.shift` of an input (over the scan's lengths)
-    reads that input's previous or next step.
+    reads that input's previous or next step. A broadcast of an input reads
+    it at the element's coordinates in the dims it maps; an `lru.slice` of
+    an input along its last dim (of the loop's shape, but a narrower last
+    dim) reads it at the element's row and column plus the offset.
 
     A group may also sum values of its shape over every dim but the last
     (`lru.reduce_sum ... dims [0, ..., rank-2]`, yielded and read by nothing

@@ -53,6 +53,19 @@ func.func @shift_other_lengths(%a: tensor<2x3x4xf32>, %l: tensor<4xf32>,
 
 // -----
 
+func.func @slice_leading(%a: tensor<4x2xf32>, %b: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %r = lru.fused(%a, %b) : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32> {
+  ^bb0(%x: tensor<4x2xf32>, %y: tensor<2x2xf32>):
+    // expected-error @+1 {{in an lru.fused group slices one of the group's inputs along its last dim, to the group's shape}}
+    %z = lru.slice %x dim 0 offset 2 size 2 : tensor<4x2xf32> -> tensor<2x2xf32>
+    %w = lru.add %z, %y : tensor<2x2xf32>
+    lru.yield %w : tensor<2x2xf32>
+  }
+  return %r : tensor<2x2xf32>
+}
+
+// -----
+
 func.func @yield_types(%a: tensor<3xf32>) -> tensor<3xf32> {
   // expected-error @+1 {{expects lru.yield of the results' types}}
   %r = lru.fused(%a) : (tensor<3xf32>) -> tensor<3xf32> {

@@ -106,6 +106,31 @@ func.func @strided(%a: tensor<2x3x4xf32>, %c: tensor<2x4xf32>) -> tensor<2x3x4xf
 
 // -----
 
+// A slice of an input's last dim to a narrower one joins the group of its
+// shape (the halves of the gradient of B's joined rows): the loop reads
+// the input at the row and the column + offset. A slice along another dim
+// stays outside.
+// CHECK-LABEL: func.func @last_dim_slices(
+// CHECK: %[[R:.*]] = lru.slice %arg0 dim 0 offset 0 size 2
+// CHECK: %[[G:.*]] = lru.fused(%arg0, %arg1)
+// CHECK: lru.slice %{{.*}} dim 1 offset 0 size 3
+// CHECK: lru.mul
+// CHECK: lru.slice %{{.*}} dim 1 offset 3 size 3
+// CHECK: lru.add
+// CHECK: lru.yield
+// CHECK-NOT: lru.slice
+// CHECK: return %[[G]], %[[R]]
+func.func @last_dim_slices(%g: tensor<4x6xf32>, %w: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<2x6xf32>) {
+  %r = lru.slice %g dim 0 offset 0 size 2 : tensor<4x6xf32> -> tensor<2x6xf32>
+  %a = lru.slice %g dim 1 offset 0 size 3 : tensor<4x6xf32> -> tensor<4x3xf32>
+  %p = lru.mul %a, %w : tensor<4x3xf32>
+  %b = lru.slice %g dim 1 offset 3 size 3 : tensor<4x6xf32> -> tensor<4x3xf32>
+  %q = lru.add %p, %b : tensor<4x3xf32>
+  return %q, %r : tensor<4x3xf32>, tensor<2x6xf32>
+}
+
+// -----
+
 // A negated operand of a matmul (the gradient through Re(C x) reaches Im x
 // negated): the negation moves to the product, which only elementwise ops
 // read, and joins their group; of a weight's gradient (static, returned)
