@@ -47,10 +47,10 @@ what="${1:-all}"
 shift $(( $# > 0 ? 1 : 0 ))
 status=0
 
-models() { # the kit's libraries (not the depth-1 and 16-warp copies), or
+models() { # the kit's libraries (not the depth-1 and baseline copies), or
   # those named
   if [ $# -eq 0 ]; then
-    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.w8\.so$'; else
+    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.base\.so$'; else
     for name in "$@"; do echo "$kit/models/$name.so"; done; fi
 }
 
@@ -146,22 +146,24 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
       "$block" "$share" "${token:--}" "${launched:--}" >> "$summary"
   done
-  # Scan blocks of 8 warps against the default 16 (kit.sh builds NAME.w8.so
-  # for the configurations with the fewest scan blocks).
+  # The baseline's libraries (kit.sh with LRUC_BASELINE_BIN), each timed
+  # after the model's own run above, on the same device.
   for name in "${names[@]}"; do
-    [ -f "$kit/models/$name.w8.so" ] || continue
+    [ -f "$kit/models/$name.base.so" ] || continue
     batch="$(cat "$kit/models/$name.batch")"
-    if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.w8.so" "$batch" "$iters" \
-        > "$out/bench-$name-w8.log" 2>&1; then
-      for log in "$out/bench-$name.log" "$out/bench-$name-w8.log"; do
-        awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo 16 || echo 8)" '
+    if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.base.so" "$batch" "$iters" \
+        > "$out/bench-$name-base.log" 2>&1; then
+      for log in "$out/bench-$name-base.log" "$out/bench-$name.log"; do
+        awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo new || echo base)" '
           /^train_step  / { steps = $4 }
+          /^train_step tf32/ { tf32 = $5 }
           /scan kernels:/ { scan[++n] = $(NF-3) }
-          END { printf "%-14s scan warps: %8s steps/s, scan fwd %s, bwd %s\n",
-                what, steps, scan[1], scan[2] }' "$log"
+          /^device memory/ { memory = $3 " MiB" }
+          END { printf "%-16s %8s steps/s, tf32 %8s, scan fwd %s, bwd %s, memory %s\n",
+                what, steps, tf32, scan[1], scan[2], memory }' "$log"
       done >> "$summary"
     else
-      cat "$out/bench-$name-w8.log"
+      cat "$out/bench-$name-base.log"
       status=1
     fi
   done

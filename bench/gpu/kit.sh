@@ -10,7 +10,10 @@
 # image may lack (OpenBLAS and the like), and device.sh, in one compressed
 # archive (the device tool carries at most 64 MiB).
 #   bench/gpu/kit.sh [KIT_DIR [MODEL...]]   (default .gpu-kit, every model)
-# Needs a built tree ($LRUC_BIN, default build/bin). Then, on the GPU
+# Needs a built tree ($LRUC_BIN, default build/bin). With
+# LRUC_BASELINE_BIN (another build's bin, say of the previous main), each
+# model is also built by that lruc as NAME.base.so, which device.sh bench
+# times beside NAME.so in the same run. Then, on the GPU
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
 set -euo pipefail
@@ -46,14 +49,11 @@ for name in "${names[@]}"; do
     "$bin/lruc" "$file" --portable -D DEPTH=1 -o "$stage/models/$name.depth1.so" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   fi
-  # The scans with the fewest channels a sequence (B x N / 32 blocks) also
-  # with blocks of 8 warps (the default is 16): device.sh bench compares
-  # the two.
-  case "$name" in text|listops|pathx)
-    "$bin/lruc" "$file" --portable --cuda-scan-warps=8 \
-      -o "$stage/models/$name.w8.so" &
-    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done ;;
-  esac
+  if [ -n "${LRUC_BASELINE_BIN:-}" ]; then
+    echo "kit.sh: baseline $LRUC_BASELINE_BIN/lruc $file --portable" >&2
+    "$LRUC_BASELINE_BIN/lruc" "$file" --portable -o "$stage/models/$name.base.so" &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  fi
 done
 for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 

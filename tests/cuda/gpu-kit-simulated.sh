@@ -9,11 +9,14 @@ bin="$1" simulated="$2" work="$3"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 rm -rf "$work"
 mkdir -p "$work/unpacked"
-LRUC_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tiny
+# A baseline build's copy of each model (here this build's own lruc), for
+# device.sh bench to time beside it.
+LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lru-train \
-    lib/libopenblas.so.0 models/tiny.so train/listops.so device.sh; do
+    lib/libopenblas.so.0 models/tiny.so models/tiny.base.so train/listops.so \
+    device.sh; do
   [ -e "$kit/$file" ] || { echo "the kit lacks $file" >&2; exit 1; }
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
