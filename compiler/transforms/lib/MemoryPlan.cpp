@@ -8,9 +8,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
-#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 
-#include <optional>
 
 using namespace mlir;
 
@@ -96,14 +95,11 @@ MemoryPlan planMemory(func::FuncOp func) {
   // nothing the group writes lands on them. So may a run of matmuls
   // computed together (lru.together): their operands stay alive until the
   // run's last matmul.
-  llvm::DenseMap<Operation *, SmallVector<Value>> heldUntil;
   auto holdOperands = [&](ArrayRef<lru::MatmulOp> matmuls, Operation *until) {
     for (lru::MatmulOp matmul : matmuls)
       for (Value operand : matmul->getOperands())
-        if (auto it = lastUse.find(storageOf(operand)); it != lastUse.end()) {
+        if (auto it = lastUse.find(storageOf(operand)); it != lastUse.end())
           it->second = std::max(it->second, position[until]);
-          heldUntil[until].push_back(it->first);
-        }
   };
   for (auto group : body.getOps<lru::FusedOp>())
     holdOperands(group.getEpilogueMatmuls(), group);
@@ -112,62 +108,52 @@ MemoryPlan planMemory(func::FuncOp func) {
         run.size() > 1)
       holdOperands(run, run.back());
 
-  std::vector<unsigned> freeSlots;
-  auto kindOf = [](ByteSize s) { return s.perExample > 0; };
-  auto amount = [](ByteSize s) { return s.perExample + s.fixed; };
-  auto take = [&](ByteSize need) {
-    // The smallest free slot of the same kind that fits, else the largest
-    // of that kind (grown), else a new one.
-    std::optional<size_t> fit, largest;
-    for (size_t k = 0; k < freeSlots.size(); ++k) {
-      ByteSize have = plan.slots[freeSlots[k]];
-      if (kindOf(have) != kindOf(need))
-        continue;
-      if (amount(have) >= amount(need) &&
-          (!fit || amount(have) < amount(plan.slots[freeSlots[*fit]])))
-        fit = k;
-      if (!largest || amount(have) > amount(plan.slots[freeSlots[*largest]]))
-        largest = k;
-    }
-    std::optional<size_t> chosen = fit ? fit : largest;
-    if (!chosen) {
-      plan.slots.push_back(need);
-      return unsigned(plan.slots.size() - 1);
-    }
-    unsigned slot = freeSlots[*chosen];
-    freeSlots.erase(freeSlots.begin() + *chosen);
-    ByteSize &have = plan.slots[slot];
-    have.perExample = std::max(have.perExample, need.perExample);
-    have.fixed = std::max(have.fixed, need.fixed);
-    return slot;
+  // Each stored value's lifetime, from its op to its last use, both
+  // included: an op's results never share a slot with its operands.
+  struct Lifetime {
+    Value value;
+    ByteSize size;
+    unsigned first, last;
   };
-
-  for (Operation &op : body) {
-    unsigned here = position[&op];
+  std::vector<Lifetime> lifetimes;
+  for (Operation &op : body)
     for (Value result : op.getResults())
       if (isStored(result)) {
         ByteSize size = bufferSize(result);
         plan.unplanned.perExample += size.perExample;
         plan.unplanned.fixed += size.fixed;
-        plan.slotOf[result] = take(size);
+        lifetimes.push_back(
+            {result, size, position[&op], lastUse.lookup(result)});
       }
-    // Free what dies here: operands last used here, and unused results.
-    llvm::SmallDenseSet<Value, 8> freed;
-    auto release = [&](Value v) {
-      v = storageOf(v);
-      auto it = plan.slotOf.find(v);
-      if (it != plan.slotOf.end() && lastUse.lookup(v) == here &&
-          freed.insert(v).second)
-        freeSlots.push_back(it->second);
+  // The largest first, each into the first slot of its kind (batch-sized
+  // or fixed) that holds no value alive at the same time, else a new one:
+  // a slot's first value is about its largest, so slots rarely grow, and
+  // the big values, placed first, share slots among themselves.
+  llvm::stable_sort(lifetimes, [](const Lifetime &a, const Lifetime &b) {
+    return std::make_pair(a.size.perExample, a.size.fixed) >
+           std::make_pair(b.size.perExample, b.size.fixed);
+  });
+  std::vector<SmallVector<std::pair<unsigned, unsigned>>> taken;
+  for (const Lifetime &value : lifetimes) {
+    bool batchSized = value.size.perExample > 0;
+    auto free = [&](unsigned slot) {
+      return (plan.slots[slot].perExample > 0) == batchSized &&
+             llvm::none_of(taken[slot], [&](std::pair<unsigned, unsigned> t) {
+               return t.first <= value.last && value.first <= t.second;
+             });
     };
-    op.walk([&](Operation *nested) {
-      for (Value operand : nested->getOperands())
-        release(operand);
-    });
-    for (Value held : heldUntil.lookup(&op))
-      release(held);
-    for (Value result : op.getResults())
-      release(result);
+    unsigned slot = 0;
+    while (slot < plan.slots.size() && !free(slot))
+      ++slot;
+    if (slot == plan.slots.size()) {
+      plan.slots.push_back(value.size);
+      taken.emplace_back();
+    }
+    ByteSize &have = plan.slots[slot];
+    have.perExample = std::max(have.perExample, value.size.perExample);
+    have.fixed = std::max(have.fixed, value.size.fixed);
+    taken[slot].push_back({value.first, value.last});
+    plan.slotOf[value.value] = slot;
   }
 
   for (ByteSize slot : plan.slots) {

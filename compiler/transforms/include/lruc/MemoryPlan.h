@@ -40,13 +40,13 @@ struct MemoryPlan {
   ByteSize total, unplanned;
 };
 
-/// Plans `func`'s buffers: walks its ops in order, giving each stored result
-/// the best-fitting free slot of the same kind (batch-sized or fixed; a
-/// slot grows if none fits), and freeing each value's slot after its last
-/// use. Results are placed before an op's operands are freed, so no op
-/// writes a buffer it reads; a GEMM epilogue's matmuls' operands count as
-/// read by the epilogue. A group's sum gets a row of partial sums per chunk
-/// (lru::FusedOp).
+/// Plans `func`'s buffers: each stored result lives from its op to its last
+/// use (both included, so no op writes a buffer it reads; a GEMM
+/// epilogue's matmuls' operands count as read by the epilogue); the
+/// largest first, each takes the first slot of its kind (batch-sized or
+/// fixed) that holds no value alive at the same time, else a new one (a
+/// slot is as large as its largest value). A group's sum gets a row of
+/// partial sums per chunk (lru::FusedOp).
 MemoryPlan planMemory(mlir::func::FuncOp func);
 
 /// The plan that -lru-plan-memory wrote into `func` (slotOf, offsets and
