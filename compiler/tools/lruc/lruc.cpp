@@ -198,7 +198,8 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
   os << "function        ops  fused  buffers  slots  matmul MFLOP (B = "
         "batch)  workspace (B = batch)";
   if (batch)
-    os << "  at B = " << batch << ": GFLOP, workspace (without planning)";
+    os << "  at B = " << batch
+       << ": GFLOP, workspace (most alive at once; without planning)";
   os << "\n";
   for (auto func : module.getOps<mlir::func::FuncOp>()) {
     unsigned ops = 0, groups = 0;
@@ -236,6 +237,7 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
       os << llvm::formatv("  {0:F2}, ",
                           (flopsPerExample * double(batch) + flopsFixed) / 1e9)
          << formatBytes(double(plan.total.at(batch))) << " ("
+         << formatBytes(double(plan.mostAlive(batch))) << "; "
          << formatBytes(double(plan.unplanned.at(batch))) << ")";
     os << "\n";
   }

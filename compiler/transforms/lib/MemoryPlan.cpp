@@ -58,6 +58,13 @@ ByteSize bufferSize(Value v) {
   return perExample ? ByteSize{bytes, 0} : ByteSize{0, bytes};
 }
 
+int64_t MemoryPlan::mostAlive(int64_t batch) const {
+  int64_t most = 0;
+  for (ByteSize bytes : alive)
+    most = std::max(most, bytes.at(batch));
+  return most;
+}
+
 bool isStored(Value v) {
   return isa<RankedTensorType>(v.getType()) &&
          !v.getDefiningOp<lru::ParamOp>() && !v.getDefiningOp<lru::ViewOp>() &&
@@ -125,6 +132,12 @@ MemoryPlan planMemory(func::FuncOp func) {
         lifetimes.push_back(
             {result, size, position[&op], lastUse.lookup(result)});
       }
+  plan.alive.assign(position.size(), ByteSize{});
+  for (const Lifetime &value : lifetimes)
+    for (unsigned at = value.first; at <= value.last; ++at) {
+      plan.alive[at].perExample += value.size.perExample;
+      plan.alive[at].fixed += value.size.fixed;
+    }
   // The largest first, each into the first slot of its kind (batch-sized
   // or fixed) that holds no value alive at the same time, else a new one:
   // a slot's first value is about its largest, so slots rarely grow, and

@@ -38,6 +38,11 @@ struct MemoryPlan {
   llvm::DenseMap<mlir::Value, unsigned> slotOf;
   /// The whole workspace, and what one buffer per value would take.
   ByteSize total, unplanned;
+  /// The bytes of the values alive at each top-level op: the workspace can
+  /// be no smaller than the most of them at a batch (mostAlive).
+  std::vector<ByteSize> alive;
+
+  int64_t mostAlive(int64_t batch) const;
 };
 
 /// Plans `func`'s buffers: each stored result lives from its op to its last
