@@ -568,8 +568,8 @@ LogicalResult FusedOp::verify() {
     if (auto slice = dyn_cast<SliceOp>(op)) {
       // A read of an input at the element's row and column + offset.
       int64_t last = slice.getType().getRank() - 1;
-      if (!isa<BlockArgument>(slice.getX()) || slice.getDimAttr().getInt() != last ||
-          !sameShape(slice.getType()))
+      if (!isa<BlockArgument>(slice.getX()) ||
+          slice.getDimAttr().getInt() != last || !sameShape(slice.getType()))
         return op.emitOpError("in an lru.fused group slices one of the "
                               "group's inputs along its last dim, to the "
                               "group's shape");

@@ -236,9 +236,8 @@ LogicalResult FusedBody::writeElement(
       int64_t inner = broadcast.getInnerCount();
       std::string index;
       if (!broadcast.isContiguous())
-        index = layout.nested && !layout.scan
-                    ? broadcastSourceIndex(broadcast, "o", "j")
-                    : broadcastSourceIndex(broadcast, "i");
+        index = layout.nested ? broadcastSourceIndex(broadcast, "o", "j")
+                              : broadcastSourceIndex(broadcast, "i");
       else if (broadcast.getDims().empty())
         index = "0";
       else if (layout.nested && inner == 1 && countExpr(x) == layout.last)
@@ -265,7 +264,7 @@ LogicalResult FusedBody::writeElement(
       int64_t size = slice.getType().getShape().back();
       std::string offset = std::to_string(slice.getOffsetAttr().getInt());
       std::string index =
-          layout.nested && !layout.scan
+          layout.nested
               ? "o * " + std::to_string(width) + " + " + offset + " + j"
               : "(i / " + std::to_string(size) + ") * " +
                     std::to_string(width) + " + " + offset + " + i % " +

@@ -16,9 +16,10 @@
 // Before grouping, a negation that a matmul reads moves to the matmul's
 // product (where elementwise ops read it), so that no negated copy of an
 // operand is stored; a sum of every element of a [..., W] value becomes a
-// sum over the leading dims (which may join a group) and a sum of W; and scans that read one lru.complex (the two scans of a
-// bidirectional block) get a copy each: joining two floats costs nothing in a loop, while sharing it would
-// store the complex value in one group and read it back in the other.
+// sum over the leading dims (which may join a group) and a sum of W; and
+// scans that read one lru.complex get a copy each: joining two floats costs
+// nothing in a loop, while sharing it would store the complex value in one
+// group and read it back in the other.
 //
 //===----------------------------------------------------------------------===//
 

@@ -60,3 +60,20 @@ func.func @forward(%x: tensor<?x4xf32>) -> tensor<4xf32> {
   %r = lru.rsqrt %var : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A view computes nothing and is never marked; what reads a view of
+// parameters is marked as if it read them (the CPU library keeps marked
+// values between tokens, a view's reader reading the kept buffer).
+// CHECK-LABEL: func.func @step(
+// CHECK: %[[V:.*]] = lru.view %{{.*}} : tensor<4xf32> -> tensor<2xcomplex<f32>>
+// CHECK-NOT: lru.step_constant
+// CHECK-NEXT: lru.exp %[[V]] {lru.step_constant} : tensor<2xcomplex<f32>>
+func.func @step(%tokens: tensor<?x1xi32> {lru.input = "tokens"})
+    -> tensor<2xcomplex<f32>> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<4xf32>
+  %v = lru.view %p : tensor<4xf32> -> tensor<2xcomplex<f32>>
+  %e = lru.exp %v : tensor<2xcomplex<f32>>
+  return %e : tensor<2xcomplex<f32>>
+}
