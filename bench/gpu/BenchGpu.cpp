@@ -295,7 +295,10 @@ int main(int argc, char **argv) try {
       if (!launches[size_t(k)])
         continue;
       allMs += ms[size_t(k)];
-      if (std::string(g->kernels[k]).find("_scan") != std::string::npos) {
+      // A scan group's kernel is FUNCTION_OP_scan (not the chain's reset,
+      // FUNCTION_scan_chain_reset, which moves no arrays).
+      const std::string name = g->kernels[k];
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, "_scan") == 0) {
         scans.push_back(k);
         scanMs += ms[size_t(k)];
         scanBytes += bytesOf(k);

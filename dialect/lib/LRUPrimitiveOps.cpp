@@ -15,6 +15,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace lru;
 
@@ -434,8 +436,10 @@ int64_t FusedOp::getRowsPerExample() {
 }
 
 int64_t FusedOp::getReductionChunkRows() {
-  // A scan group's loop is [B, L, N]: a chunk is one sequence.
-  return getScan() ? getLoopType().getDimSize(1) : kReductionChunkRows;
+  // A scan group's loop is [B, L, N]: a chunk is a run of one sequence's
+  // steps.
+  return getScan() ? std::min(getLoopType().getDimSize(1), kScanChunkSteps)
+                   : kReductionChunkRows;
 }
 
 int64_t FusedOp::getReductionChunksPerExample() {

@@ -25,9 +25,21 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
   --cuda-scan-warps=32 -o "$work/listops_w32.so"
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=40 \
   --cuda-scan-warps=4 -o "$work/pathfinder_w4.so"
-libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4}.so)
+# Sequences of several scan chunks (600 steps: 256, 256 and 88), each
+# chunk a block that takes the end state of the block before: ListOps'
+# causal scan (padded sequences: its gradient's reverse scan starts at each
+# one's length) and Pathfinder's bidirectional one at 4 warps (a chunk in 4
+# tiles); both keep enough of a state over 256 steps (|lambda| up to 0.99
+# and 0.999) that a lost carry fails them. Blocks run last first (below).
+"$bin/lruc" "$src/models/listops.lru" "${small[@]}" -D L=600 \
+  -o "$work/listops_long.so"
+"$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=600 \
+  --cuda-scan-warps=4 -o "$work/pathfinder_long_w4.so"
+libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done
+# Blocks in reverse order: a device promises no order, and the chunked
+# scans must not count on one (lruc::gpu::ScanChain).
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" \
-  LRUC_CACHE_DIR="$work/cache" exec "$bin/lruc-gpu-library-tests" "${libraries[@]}"
+  LRUC_SIMULATED_BLOCK_ORDER=reverse LRUC_CACHE_DIR="$work/cache" exec "$bin/lruc-gpu-library-tests" "${libraries[@]}"

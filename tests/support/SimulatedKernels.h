@@ -13,6 +13,8 @@
 // rather than a hang. Used by the GPU simulator (tests/models) and the
 // simulated CUDA driver (tests/cuda). What it cannot check: races between
 // blocks (atomics are plain updates: threads switch only at barriers).
+// Blocks run one after another, first to last, or last to first with
+// LRUC_SIMULATED_BLOCK_ORDER=reverse.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,7 +102,12 @@ public:
     Dims &now = *now_;
     now.gridDim = unsigned(blocks);
     now.blockDim = unsigned(threads);
-    for (int64_t b = 0; b < blocks; ++b) {
+    // A device runs blocks in any order: LRUC_SIMULATED_BLOCK_ORDER=reverse
+    // runs them last first, which a kernel that counts on the order fails.
+    const char *order = std::getenv("LRUC_SIMULATED_BLOCK_ORDER");
+    const bool reverse = order && std::strcmp(order, "reverse") == 0;
+    for (int64_t n = 0; n < blocks; ++n) {
+      const int64_t b = reverse ? blocks - 1 - n : n;
       now.block = unsigned(b);
       if (synchronises_[kernel]) {
         if (!runBlock(kernel, threads, args, error))

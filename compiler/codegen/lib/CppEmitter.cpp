@@ -566,7 +566,9 @@ private:
     auto sumOf = [](unsigned n, StringRef part) {
       return "sum" + std::to_string(n) + part.str() + "[j]";
     };
-    std::string sumDeclarations, sumStores;
+    // A scan's chunks are runs of steps: each chunk's sums start again
+    // from zero (sumResets).
+    std::string sumDeclarations, sumStores, sumResets;
     for (auto [n, result] : llvm::enumerate(op.getResults())) {
       if (!op.getReduction(unsigned(n)))
         continue;
@@ -579,11 +581,13 @@ private:
                      " + row + j)[0] = " + sum + "re[j];\n" +
                      "    reinterpret_cast<float *>(" + out +
                      " + row + j)[1] = " + sum + "im[j];\n";
+        sumResets += "    " + sum + "re[j] = " + sum + "im[j] = 0.0f;\n";
         width = "2 * " + width;
       } else {
         sumDeclarations +=
             "   float " + sum + "[" + width + "] = {};\n";
         sumStores += "    " + out + "[row + j] = " + sum + "[j];\n";
+        sumResets += "    " + sum + "[j] = 0.0f;\n";
       }
       call.finish += "  lruc::cpu::sumPartials(reinterpret_cast<float *>(" +
                      buffers[n] + "), " + layout.chunks + ", " + width +
@@ -689,22 +693,29 @@ private:
             k, [&](StringRef part) { return state + part.str() + "[j]"; },
             sumOf, outputs)))
       return failure();
-    // A chunk's partial sums go to its row: a scan's chunk is sequence s
-    // (channels j0..j1 of it), another group's is c.
-    if (scan && layout.sums)
-      k << "    }\n   }\n"
-        << "   for (int64_t j = j0; j < j1; ++j) {\n"
-        << "    const int64_t row = s * " << last << ";\n"
-        << sumStores << "   }\n  }\n}\n\n";
-    else if (layout.sums)
+    // A chunk's partial sums go to its row: a scan's chunk is a run of
+    // steps of sequence s (channels j0..j1 of it), another group's is c.
+    if (scan && layout.sums) {
+      std::string chunkSteps = std::to_string(op.getReductionChunkRows());
+      k << "    }\n"
+        << "    if ((k + 1) % " << chunkSteps << " == 0 || k + 1 == "
+        << layout.steps << ") {\n"
+        << "    const int64_t row = (s * "
+        << op.getReductionChunksPerExample() << " + k / " << chunkSteps
+        << ") * " << last << ";\n"
+        << "    for (int64_t j = j0; j < j1; ++j) {\n"
+        << sumStores << sumResets << "    }\n    }\n"
+        << "   }\n  }\n}\n\n";
+    } else if (layout.sums) {
       k << "   }\n  }\n"
         << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t row = c * " << last << ";\n"
         << sumStores << "   }\n  }\n}\n\n";
-    else
+    } else {
       k << (scan            ? "    }\n   }\n  }\n}\n\n"
             : layout.nested ? "   }\n  }\n}\n\n"
                             : "  }\n}\n\n");
+    }
     return call;
   }
 

@@ -26,6 +26,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,13 @@ public:
                       const CudaOptions &options)
       : os(os), counter(counter), options(options) {}
 
-  LogicalResult emit(func::FuncOp func, std::vector<CudaLaunch> &launches) {
+  LogicalResult emit(func::FuncOp func, CudaFunctionPlan &plan) {
     prefix = func.getSymName().str();
+    std::vector<CudaLaunch> &launches = plan.launches;
+    current = &launches;
+    chainItems = plan.scanChainItems = scanChainItems(func);
+    if (chainItems)
+      emitScanChainReset();
     int index = 0;
     for (Operation &op : func.getBody().front()) {
       opIndex = index++;
@@ -59,6 +65,38 @@ public:
   }
 
 private:
+  /// Items (a chunk of a sequence's steps and 32 of its channels: a block)
+  /// per example of the function's largest chunked scan, 0 without one:
+  /// what its scan chain holds (lruc::gpu::ScanChain).
+  static int64_t scanChainItems(func::FuncOp func) {
+    int64_t items = 0;
+    func.walk([&](lru::FusedOp group) {
+      if (!group.getScan())
+        return;
+      int64_t chunks = group.getReductionChunksPerExample();
+      if (chunks > 1)
+        items = std::max(items, chunks * ((group.getLoopType().getDimSize(2) +
+                                           31) / 32));
+    });
+    return items;
+  }
+
+  /// The first kernel of a function with chunked scans: zeroes its scan
+  /// chain's ticket counter and flags (device memory the call may find
+  /// holding anything).
+  void emitScanChainReset() {
+    std::string name = prefix + "_scan_chain_reset";
+    std::string words = "16 + B * " + std::to_string(chainItems);
+    CudaLaunch launch{name, words, false, nullptr, {}, {}};
+    current->push_back(std::move(launch));
+    os << "extern \"C\" __global__ void " << name
+       << "(int64_t B, lruc::gpu::Status *status) {\n"
+       << "  int *words = reinterpret_cast<int *>(reinterpret_cast<char *>("
+          "status) + 64);\n";
+    gridLoop(words);
+    os << "    words[i] = 0;\n  }\n}\n\n";
+  }
+
   /// Starts the op's kernel (its name: the function, the op's index and
   /// `suffix`) with `B`, the status block, `inputs` (const) and `outputs`.
   /// A kernel of `blockThreads` threads a block other than the usual
@@ -142,8 +180,10 @@ private:
     // A thread per element, or per (chunk, column) for a group with sums;
     // a scan group: a block per (sequence, 32 channels).
     const int blockThreads = scan ? 32 * options.scanWarps : kCudaBlockThreads;
+    int64_t scanChunks = scan ? op.getReductionChunksPerExample() : 1;
     std::string threads =
         scan ? "B * " + std::to_string(columnBlocks(layout)) + " * " +
+                   (scanChunks > 1 ? std::to_string(scanChunks) + " * " : "") +
                    std::to_string(blockThreads)
         : layout.sums ? "(" + layout.chunks + ") * " + layout.last
                       : productExpr(op.getLoopType().getShape());
@@ -178,7 +218,11 @@ private:
                                 sumOf)))
         return failure();
       if (layout.sums)
-        os << "  const int64_t row = s * " << layout.last << ";\n"
+        os << "  const int64_t row = "
+           << (scanChunks > 1
+                   ? "(s * " + std::to_string(scanChunks) + " + c) * "
+                   : "s * ")
+           << layout.last << ";\n"
            << "  if (warp == 0 && active) {\n"
            << sumStores << "  }\n";
       os << "}\n\n";
@@ -281,13 +325,47 @@ private:
                 : SmallVector<std::string>{""};
     int64_t groups = columnBlocks(layout);
     const int warps = options.scanWarps;
+    // A sequence longer than a chunk runs as a block per chunk, in ticket
+    // order (lruc::gpu::ScanChain): item = (chunk c, sequence s, block of
+    // channels g), chunk-major.
+    const int64_t chunks = op.getReductionChunksPerExample();
+    const bool chained = chunks > 1;
+    const int64_t chunkSteps = op.getReductionChunkRows();
+    const int64_t stepsPerThread =
+        chained ? std::clamp<int64_t>((chunkSteps + warps - 1) / warps, 1,
+                                      kScanStepsPerThread)
+                : kScanStepsPerThread;
     os << "  constexpr int kWarps = " << warps
-       << ", kStepsPerThread = " << kScanStepsPerThread
-       << ";\n  const int64_t s = blockIdx.x / " << groups << ";\n"
-       << "  if (s >= B)\n    return; // the whole block\n"
-       << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
-       << "  const int64_t j = int64_t(blockIdx.x % " << groups
-       << ") * 32 + lane;\n"
+       << ", kStepsPerThread = " << stepsPerThread << ";\n";
+    if (chained) {
+      std::string sequences = "B * " + std::to_string(groups);
+      os << "  constexpr int64_t kChunks = " << chunks
+         << ", kChunkSteps = " << chunkSteps << ";\n"
+         << "  const lruc::gpu::ScanChain chain = lruc::gpu::scanChain(status, "
+            "B * "
+         << chainItems << ");\n"
+         << "  __shared__ int64_t ticket;\n"
+         << "  if (threadIdx.x == 0)\n"
+         << "    ticket = lruc::gpu::takeTicket(chain, " << sequences
+         << " * kChunks);\n"
+         << "  __syncthreads();\n"
+         << "  const int64_t item = ticket;\n"
+         << "  const int64_t c = item / (" << sequences << "), s = item % ("
+         << sequences << ") / " << groups << ", g = item % " << groups
+         << ";\n"
+         << "  const int64_t chunkStart = c * kChunkSteps;\n"
+         << "  const int64_t chunkEnd = chunkStart + kChunkSteps < "
+         << layout.steps << " ? chunkStart + kChunkSteps : " << layout.steps
+         << ";\n";
+    } else {
+      os << "  const int64_t s = blockIdx.x / " << groups << ";\n"
+         << "  if (s >= B)\n    return; // the whole block\n"
+         << "  const int64_t g = blockIdx.x % " << groups << ";\n"
+         << "  const int64_t chunkStart = 0, chunkEnd = " << layout.steps
+         << ";\n";
+    }
+    os << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+       << "  const int64_t j = g * 32 + lane;\n"
        << "  const bool active = j < " << layout.last << ";\n";
     std::string lengths =
         scan.getLengths() ? element.arrayOf(scan.getLengths()) : "";
@@ -305,11 +383,11 @@ private:
     os << "  __shared__ float tileEnd[kWarps][32][" << 2 * parts.size()
        << "];\n"
        << sumDeclarations
-       << "  for (int64_t k0 = 0; k0 < " << layout.steps
+       << "  for (int64_t k0 = chunkStart; k0 < chunkEnd"
        << "; k0 += kWarps * kStepsPerThread) {\n"
        << "    const int64_t k1 = k0 + warp * kStepsPerThread;\n"
-       << "    const int64_t k2 = k1 + kStepsPerThread < " << layout.steps
-       << " ? k1 + kStepsPerThread : " << layout.steps << ";\n";
+       << "    const int64_t k2 = k1 + kStepsPerThread < chunkEnd"
+       << " ? k1 + kStepsPerThread : chunkEnd;\n";
     // `name` = `value` (real), or its parts `value` + 0i (complex).
     auto declare = [&](StringRef name, StringRef value) {
       if (complex)
@@ -357,9 +435,26 @@ private:
       os << "    tileEnd[warp][lane][" << 2 * n << "] = state" << part
          << ";\n    tileEnd[warp][lane][" << 2 * n + 1 << "] = product"
          << part << ";\n";
+    os << "    __syncthreads();\n";
+    // A chunk after the first starts from the end state of the chunk
+    // before, which another block hands on.
+    auto carryPart = [&](StringRef part) {
+      return complex ? "carry" + part.str() : std::string("carry");
+    };
+    if (chained) {
+      os << "    if (c > 0 && k0 == chunkStart) {\n"
+         << "      __shared__ float chunkCarry[32][2];\n"
+         << "      if (warp == 0)\n"
+         << "        lruc::gpu::takeCarry(chain, item - B * " << groups
+         << ", lane, chunkCarry[lane][0], chunkCarry[lane][1]);\n"
+         << "      __syncthreads();\n";
+      for (auto [n, part] : llvm::enumerate(parts))
+        os << "      " << carryPart(part) << " = chunkCarry[lane][" << n
+           << "];\n";
+      os << "    }\n";
+    }
     // Chaining: each warp's start state, and the next tile's carry.
-    os << "    __syncthreads();\n"
-       << "    for (int w = 0; w < kWarps; ++w) {\n";
+    os << "    for (int w = 0; w < kWarps; ++w) {\n";
     for (StringRef part : parts)
       os << "      if (w == warp)\n        state" << part << " = carry"
          << part << ";\n";
@@ -375,7 +470,15 @@ private:
     else
       os << "      carry = tileEnd[w][lane][1] * carry + "
             "tileEnd[w][lane][0];\n";
-    os << "    }\n    __syncthreads(); // tileEnd is the next tile's\n";
+    os << "    }\n";
+    // The chunk's end state, handed on as soon as it is known.
+    if (chained)
+      os << "    if (warp == 0 && c + 1 < kChunks && k0 + kWarps * "
+            "kStepsPerThread >= chunkEnd)\n"
+         << "      lruc::gpu::giveCarry(chain, item, lane, "
+         << carryPart(parts[0]) << ", "
+         << (complex ? carryPart(parts[1]) : std::string("0.0f")) << ");\n";
+    os << "    __syncthreads(); // tileEnd is the next tile's\n";
     // Pass 2: from the start state, storing and summing.
     if (failed(writeSteps(
             [&] { return element.writeElement(os, stateNamed, sumOf, outputs); })))
@@ -872,6 +975,8 @@ private:
 
   llvm::raw_ostream &os;
   unsigned &counter;
+  /// Items per example of the function's scan chain (scanChainItems).
+  int64_t chainItems = 0;
   const CudaOptions &options;
   std::string prefix;
   int opIndex = 0;
@@ -945,7 +1050,7 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     os << "// @" << name << "\n\n";
     plans.push_back({func, {}});
     CudaFunctionEmitter emitter(os, counter, options);
-    if (failed(emitter.emit(func, plans.back().launches)))
+    if (failed(emitter.emit(func, plans.back())))
       return failure();
   }
   int32_t kernels = 0;
@@ -962,7 +1067,8 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
        << plan.launches.size()
        << " launches\n";
     for (const CudaLaunch &l : plan.launches)
-      os << "//   " << l.kernel << " " << l.op->getName().getStringRef()
+      os << "//   " << l.kernel << " "
+         << (l.op ? l.op->getName().getStringRef() : StringRef("scan chain"))
          << (l.threads.empty()
                  ? ""
                  : (l.blockPerOutput ? " blocks " : " threads ") + l.threads)

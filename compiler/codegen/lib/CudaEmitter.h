@@ -63,7 +63,14 @@ KernelBytes kernelBytes(const CudaLaunch &launch);
 struct CudaFunctionPlan {
   mlir::func::FuncOp func;
   std::vector<CudaLaunch> launches;
+  /// Items per example of its scan chain (lruc::gpu::ScanChain, after the
+  /// status block), 0 without chunked scans.
+  int64_t scanChainItems = 0;
 };
+
+/// The bytes of a scan chain of `items` items per example, as C++ of
+/// `batch` (the device prelude's lruc::gpu::scanChain lays it out).
+std::string scanChainBytes(int64_t items, llvm::StringRef batch);
 
 /// Writes emitCuda's source to `os` and returns each function's launches.
 mlir::FailureOr<std::vector<CudaFunctionPlan>>

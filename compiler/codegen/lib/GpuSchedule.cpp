@@ -25,8 +25,8 @@ using namespace lruc::emit;
 namespace lruc {
 namespace {
 
-/// Bytes after the plan's workspace: the status block, then a slot per
-/// host scalar.
+/// Bytes after the plan's workspace: the status block, the scan chain
+/// (scanChainBytes), then a slot per host scalar.
 constexpr int64_t kExtraSlot = 64;
 
 /// Function arguments the caller passes in host memory.
@@ -44,6 +44,16 @@ int64_t elementBytes(Type type) {
 }
 
 } // namespace
+
+std::string scanChainBytes(int64_t items, StringRef batch) {
+  if (!items)
+    return "0";
+  // The ticket counter's 64 bytes, the flags (ints) rounded up to 256
+  // bytes, then a carry (two floats) per item and lane.
+  std::string count = batch.str() + " * " + std::to_string(items);
+  return "(64 + (4 * " + count + " + 255) / 256 * 256 + 256 * " + count +
+         ")";
+}
 
 KernelBytes kernelBytes(const CudaLaunch &launch) {
   KernelBytes bytes;
@@ -104,7 +114,11 @@ public:
       int64_t bytes = cast<RankedTensorType>(arg.getType()).getNumElements() *
                       elementBytes(arg.getType());
       os << "  void *const " << copy << " = extra + "
-         << kExtraSlot * (1 + hostSlots++) << ";\n"
+         << kExtraSlot * (1 + hostSlots++)
+         << (plan.scanChainItems
+                 ? " + " + scanChainBytes(plan.scanChainItems, "B")
+                 : "")
+         << ";\n"
          << "  if (!gpuCopy(ops, " << copy << ", args[" << i << "], " << bytes
          << ", LRUC_COPY_HOST_TO_DEVICE, error))\n    return false;\n";
       pointers[arg] = copy;
@@ -150,7 +164,10 @@ public:
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       hostSlots += isHostArgument(func, i);
     return std::to_string(memory.total.perExample) + " * batch + " +
-           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots));
+           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots)) +
+           (plan.scanChainItems
+                ? " + " + scanChainBytes(plan.scanChainItems, "batch")
+                : "");
   }
 
 private:

@@ -377,8 +377,9 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     else in the group): BatchNorm's statistics, a bias's or a gate's
     gradient, summed as the loop computes them instead of stored and read
     back. A backend cuts the loop's rows into chunks that never cross an
-    example (`kReductionChunkRows` rows; a scan group's chunk is a whole
-    sequence), sums each chunk into one row of partial sums, then the rows
+    example (`kReductionChunkRows` rows; a scan group's chunk is
+    `kScanChunkSteps` steps of one sequence, what a CUDA block of its
+    chunked scan takes), sums each chunk into one row of partial sums, then the rows
     in chunk order: the sum does not depend on how the chunks are spread
     over threads. Such a result's buffer holds every chunk's row
     (`getReductionChunksPerExample`), the total in the first.
@@ -416,8 +417,13 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     bool hasReductions();
     /// Rows a chunk of a reduction sums, but in a scan group.
     static constexpr int64_t kReductionChunkRows = 64;
-    /// A chunk's rows: a sequence (L) in a scan group, else
-    /// kReductionChunkRows.
+    /// Steps of a sequence a scan group's chunk takes: the CUDA backend
+    /// runs a block per chunk, each handing its end state to the next
+    /// chunk's block, so that short batches of long sequences still fill a
+    /// GPU; its sums are per chunk on every backend.
+    static constexpr int64_t kScanChunkSteps = 256;
+    /// A chunk's rows: kScanChunkSteps steps of a sequence (at most L) in a
+    /// scan group, else kReductionChunkRows.
     int64_t getReductionChunkRows();
     /// Rows of one example (the leading dynamic dim's), or of the whole
     /// loop when its shape is static.

@@ -72,6 +72,18 @@ inline int atomicCAS(int *address, int expected, int value) {
     *address = value;
   return old;
 }
+inline int atomicAdd(int *address, int value) {
+  int old = *address;
+  *address = old + value;
+  return old;
+}
+inline int atomicExch(int *address, int value) {
+  int old = *address;
+  *address = value;
+  return old;
+}
+inline void __threadfence() {}
+inline void __syncwarp() { lruc_sim_wait(int(threadIdx.x / 32)); }
 #else // nvcc, for checking the prelude by hand
 #include <cstdint>
 #endif
@@ -242,6 +254,83 @@ __device__ inline void report(Status *status, int32_t op, int64_t index,
     status->index = index;
     status->value = value;
   }
+}
+
+// --- Scans in chunks ------------------------------------------------------------
+//
+// A long scan runs as a block per chunk of steps of a sequence (and 32 of
+// its channels), so that a few sequences still fill the device. Each
+// chunk's block hands its end state (the carry) to the next chunk's through
+// device memory just after the call's Status block, the function's scan
+// chain: a ticket counter, a flag per item, a carry per item and lane.
+// Blocks take their items by ticket, in the order they start, chunk by
+// chunk (all first chunks, then all second ones, ...): the block a chunk
+// waits for has started before it and waits only for earlier ones, so the
+// waits end whatever order the device runs blocks in. The schedule zeroes
+// the counter and the flags once a call (scan_chain_reset); each launch
+// leaves them zero again: the last ticket resets the counter, and each
+// flag is cleared by the one block that reads it.
+
+struct ScanChain {
+  int *ticket;
+  int *flags;     ///< [items]: 1 once the item's carry is there
+  float *carries; ///< [items][32 lanes][re, im]
+};
+
+/// The scan chain of a function whose chunked scans have at most `items`
+/// items a launch.
+__device__ inline ScanChain scanChain(Status *status, int64_t items) {
+  char *base = reinterpret_cast<char *>(status) + 64;
+  ScanChain chain;
+  chain.ticket = reinterpret_cast<int *>(base);
+  chain.flags = reinterpret_cast<int *>(base + 64);
+  chain.carries =
+      reinterpret_cast<float *>(base + 64 + (items * 4 + 255) / 256 * 256);
+  return chain;
+}
+
+/// The item of the calling block (thread 0 takes it) among `items`.
+__device__ inline int64_t takeTicket(ScanChain chain, int64_t items) {
+  const int ticket = atomicAdd(chain.ticket, 1);
+  if (ticket == items - 1)
+    atomicExch(chain.ticket, 0); // every block has its item
+  return ticket;
+}
+
+/// Warp 0 of item `item`'s block: its carry, lane by lane, for the next
+/// chunk's block.
+__device__ inline void giveCarry(ScanChain chain, int64_t item, int lane,
+                                 float re, float im) {
+  float *slot = chain.carries + (item * 32 + lane) * 2;
+  slot[0] = re;
+  slot[1] = im;
+  __threadfence();
+  __syncwarp();
+  if (lane == 0)
+    atomicExch(chain.flags + item, 1);
+}
+
+/// Warp 0 of the block after item `item` in its sequence: that item's
+/// carry, once it is there.
+__device__ inline void takeCarry(ScanChain chain, int64_t item, int lane,
+                                 float &re, float &im) {
+  if (lane == 0) {
+#ifdef LRUC_GPU_SIMULATE
+    // One block at a time, in ticket order: the carry is there, or the
+    // chain is broken.
+    if (chain.flags[item] != 1)
+      __builtin_trap();
+#else
+    while (atomicAdd(chain.flags + item, 0) == 0) {
+    }
+#endif
+    chain.flags[item] = 0; // read: clear for the next launch
+    __threadfence();
+  }
+  __syncwarp();
+  const volatile float *slot = chain.carries + (item * 32 + lane) * 2;
+  re = slot[0];
+  im = slot[1];
 }
 
 /// Dropout's decision for the four elements of Philox block `block`
