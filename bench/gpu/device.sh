@@ -22,7 +22,13 @@
 #                                       (ListOps shrunk, generated data):
 #                                       the same losses and parameters within
 #                                       1e-3; lru-eval --stream on both
-#   device.sh all [ITERS]               all three, every model
+#   device.sh agree [FRAMEWORKS]        from the repository root: PyTorch
+#                                       and JAX (default torch,jax) against
+#                                       each model's GPU half, shrunk
+#                                       (bench/reference/agree.py --device
+#                                       gpu; the machine's Python with
+#                                       torch, jax and safetensors)
+#   device.sh all [ITERS]               check, train and bench, every model
 # Logs go to $OUT (the device tool's folder that comes back) or ./gpu-out;
 # NVRTC's PTX is cached in $LRUC_CACHE_DIR (default: beside the kit), so a
 # second call on the same machine skips the compiles. Exit 1 when a check
@@ -90,6 +96,24 @@ if [ "$what" = train ] || [ "$what" = all ]; then
   else
     echo "device.sh: lru-eval --stream differs between the GPU and the CPU"
     status=1
+  fi
+fi
+
+if [ "$what" = agree ]; then
+  frameworks="${1:-torch,jax}"
+  agree_py="$PWD/bench/reference/agree.py"
+  if [ ! -f "$agree_py" ]; then
+    echo "device.sh agree: run it from the repository root (no $agree_py)"
+    status=1
+  else
+    for library in "$kit"/agree/*.so; do
+      name="$(basename "$library" .so)"
+      python3 "$agree_py" --library "$library" --ast "$kit/agree/$name.ast" \
+        --device gpu --device-library "$kit/lib/liblruc-device.so" \
+        --frameworks "$frameworks" --keep "$out/agree-$name" 2>&1 |
+        tee "$out/agree-$name.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
   fi
 fi
 

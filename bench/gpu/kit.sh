@@ -66,12 +66,34 @@ mkdir -p "$stage/train"
 cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
   "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
 
+# device.sh agree: the library of every model of models/, shrunk as the
+# agreement tests shrink them (tests/lit/reference), with its AST, for
+# bench/reference/agree.py --device gpu (PyTorch and JAX against the GPU
+# half); ListOps also at 300 steps (its scans chained in two chunks).
+mkdir -p "$stage/agree"
+agree=(
+  "listops models/listops.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
+  "listops_long models/listops.lru -D L=300 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
+  "text models/text.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+  "retrieval models/retrieval.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+  "scifar models/scifar.lru -D L=6 -D H=4 -D N=3 -D DEPTH=2 -D DROPOUT=0.25"
+  "pathfinder models/pathfinder.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+  "pathx models/pathx.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1")
+for line in "${agree[@]}"; do
+  read -r name file defines <<< "$line"
+  # shellcheck disable=SC2086 # the -D pairs split on purpose
+  "$bin/lruc" "$root/$file" --no-train --emit=ast $defines > "$stage/agree/$name.ast"
+  # shellcheck disable=SC2086
+  "$bin/lruc" "$root/$file" --no-train --portable $defines -o "$stage/agree/$name.so"
+done
+cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
+
 # Every library's PTX for sm_90 (H100, H200), in the cache device.sh points
 # NVRTC at: a device whose NVRTC has this version compiles nothing; and its
 # machine code (ptxas), which spares the device's driver its compile of the
 # PTX at each fresh machine's first load. Without NVRTC here the kit goes
 # without (the device compiles).
-if ! ls "$stage"/models/*.so "$stage"/train/*.so |
+if ! ls "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so |
     LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$bin/lruc-kit-ptx" sm_90 >&2; then
   echo "kit.sh: no PTX in the kit (lruc-kit-ptx failed above); the GPU machine will compile it" >&2
   rm -rf "$stage/cache"
@@ -84,7 +106,8 @@ cp "$root/bench/gpu/device.sh" "$stage/"
 
 # Shared libraries beyond the C and C++ runtimes (which the machine's own
 # newer ones replace): OpenBLAS, gfortran, fmt, libpng, ...
-for elf in "$stage"/bin/* "$stage"/models/*.so "$stage"/train/*.so; do
+for elf in "$stage"/bin/* "$stage"/lib/*.so "$stage"/models/*.so \
+    "$stage"/train/*.so "$stage"/agree/*.so; do
   ldd "$elf" | awk '$3 ~ /^\// { print $3 }'
 done | sort -u | while read -r library; do
   case "$(basename "$library")" in

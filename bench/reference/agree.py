@@ -20,10 +20,18 @@ near zero do not demand more than fp32 gives. Prints one line per check and
 exits 1 if any disagrees.
 
   agree.py --lruc build/bin/lruc models/listops.lru -D L=6 -D H=4 -D N=3
+
+`--device gpu` (or `both`) runs the same checks on the library's GPU half
+(its CUDA kernels and cuBLAS GEMMs, fp32) through liblruc-device.so beside
+lruc (`--device-library`); without a GPU, `--simulated-kernels` names
+lruc-simulated-kernels, which builds the kernels for the simulated driver
+that $LRUC_CUDA_DRIVER and $LRUC_CUBLAS name (tests/cuda).
 """
 
 import argparse
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,8 +41,9 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from lruc_library import ModelLibrary  # noqa: E402
-from model_spec import load_spec  # noqa: E402
+from lruc_library import (Device, GpuModelLibrary, LibraryError,  # noqa: E402
+                          ModelLibrary)
+from model_spec import load_spec, parse_ast  # noqa: E402
 
 
 def make_inputs(library, batch, seed):
@@ -94,17 +103,19 @@ def output_mask(library, inputs):
     return real[..., None].astype(np.float64)
 
 
-def lruc_results(library, params, state, inputs, key, lr):
-    loss, preds = library.forward(params, state, inputs)
-    (t_loss, t_preds), t_state = library.forward_train(params, state, inputs,
-                                                       key)
-    g_loss, grads = library.backward(params, state, inputs, key)
+def lruc_results(half, params, state, inputs, key, lr, stream=None):
+    """What lruc computes: `half` is the library's CPU half (ModelLibrary)
+    or its GPU half (GpuModelLibrary), which answer the same calls;
+    `stream`, step mode's predictions (lruc_stream), or None."""
+    loss, preds = half.forward(params, state, inputs)
+    (t_loss, t_preds), t_state = half.forward_train(params, state, inputs, key)
+    g_loss, grads = half.backward(params, state, inputs, key)
     zeros = np.zeros_like(params)
-    _, p1, m1, v1, s1 = library.train_step(params, zeros, zeros, state, lr, 1.0,
-                                           inputs, key)
+    _, p1, m1, v1, s1 = half.train_step(params, zeros, zeros, state, lr, 1.0,
+                                        inputs, key)
     return dict(forward=(loss, preds), train=(t_loss, t_preds, t_state),
                 grad_loss=g_loss, grads=grads, step=(p1, m1, v1, s1),
-                stream=lruc_stream(library, params, state, inputs))
+                stream=stream)
 
 
 def lruc_stream(library, params, state, inputs):
@@ -224,7 +235,8 @@ def compare_all(report, framework, ref, got, library, mask):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help="the .lru model file")
+    parser.add_argument("model", nargs="?",
+                        help="the .lru model file (or --library and --ast)")
     parser.add_argument("-D", dest="defines", action="append", default=[],
                         metavar="NAME=VALUE", help="override a constant")
     parser.add_argument("--lruc", default="lruc", help="the lruc to run")
@@ -238,16 +250,41 @@ def main():
                         help="an lruc safetensors checkpoint (lru-train's) to "
                              "run instead of the library's initial values")
     parser.add_argument("--keep", help="keep the library and checkpoint here")
+    parser.add_argument("--device", choices=("cpu", "gpu", "both"),
+                        default="cpu",
+                        help="which half of the library to check (default "
+                             "cpu)")
+    parser.add_argument("--device-library",
+                        help="liblruc-device.so (default: lib/ beside "
+                             "lruc's bin/)")
+    parser.add_argument("--library",
+                        help="a library built already (with --no-train) to "
+                             "check instead of compiling the model file, "
+                             "with --ast (a GPU kit's: no lruc needed)")
+    parser.add_argument("--ast", help="the model's `lruc --emit=ast`, with "
+                                      "--library")
+    parser.add_argument("--simulated-kernels", metavar="TOOL",
+                        help="lruc-simulated-kernels: run the GPU half on the "
+                             "simulated driver (tests/cuda)")
     args = parser.parse_args()
     defines = dict(d.split("=", 1) for d in args.defines)
 
-    spec = load_spec(args.lruc, args.model, defines)
+    if bool(args.library) != bool(args.ast):
+        parser.error("--library and --ast go together")
+    if not args.library and not args.model:
+        parser.error("a model file, or --library and --ast")
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="lruc-agree-"))
     work.mkdir(parents=True, exist_ok=True)
-    library_path = work / f"{spec.name}.so"
-    command = [args.lruc, args.model, "--no-train", "-o", str(library_path)]
-    command += [f"-D{k}={v}" for k, v in defines.items()]
-    subprocess.run(command, check=True)
+    if args.library:
+        spec = parse_ast(pathlib.Path(args.ast).read_text())
+        library_path = pathlib.Path(args.library)
+    else:
+        spec = load_spec(args.lruc, args.model, defines)
+        library_path = work / f"{spec.name}.so"
+        command = [args.lruc, args.model, "--no-train", "-o",
+                   str(library_path)]
+        command += [f"-D{k}={v}" for k, v in defines.items()]
+        subprocess.run(command, check=True)
     library = ModelLibrary(library_path)
 
     from safetensors.numpy import load_file, save_file
@@ -267,17 +304,43 @@ def main():
     inputs = make_inputs(library, args.batch, args.seed)
     key = (1234 + args.seed, 3)
     lr = 2e-3
-    got = lruc_results(library, params, state, inputs, key, lr)
+    got = {}
+    if args.device in ("cpu", "both"):
+        got["lruc"] = lruc_results(
+            library, params, state, inputs, key, lr,
+            stream=lruc_stream(library, params, state, inputs))
+    if args.device in ("gpu", "both"):
+        if args.simulated_kernels:
+            kernels = work / f"{spec.name}.kernels.so"
+            subprocess.run([args.simulated_kernels, str(library_path), "-o",
+                            str(kernels)], check=True)
+            os.environ["LRUC_SIMULATED_KERNELS"] = str(kernels)
+        device_library = args.device_library or str(
+            pathlib.Path(shutil.which(args.lruc) or args.lruc).resolve()
+            .parent.parent / "lib" / "liblruc-device.so")
+        try:
+            device = Device(device_library)
+        except (LibraryError, OSError) as e:
+            print(f"agree.py: --device {args.device}: {e}", file=sys.stderr)
+            return 2
+        print(f"{spec.name}: GPU half on {device.description}")
+        gpu = GpuModelLibrary(library, device)
+        # Step mode stays the CPU's (lruc-gpu-library-tests checks the
+        # GPU's against it).
+        got["lruc GPU"] = lruc_results(gpu, params, state, inputs, key, lr)
     report = Report(args.rtol, args.atol)
     mask = output_mask(library, inputs)
     for framework in args.frameworks.split(","):
         run = {"torch": torch_results, "jax": jax_results}[framework]
         ref = run(spec, checkpoint, library, inputs, key, lr)
-        before = len(report.failures)
-        compare_all(report, framework, ref, got, library, mask)
-        print(f"{spec.name} {framework}: loss lruc {got['train'][0]:.6f} "
-              f"{framework} {ref['train'][0]:.6f}; "
-              f"{len(report.failures) - before} of the checks disagree")
+        for side, results in got.items():
+            before = len(report.failures)
+            label = framework if side == "lruc" else f"{framework} vs {side}"
+            compare_all(report, label, ref, results, library, mask)
+            print(f"{spec.name} {label}: loss {side} "
+                  f"{results['train'][0]:.6f} {framework} "
+                  f"{ref['train'][0]:.6f}; "
+                  f"{len(report.failures) - before} of the checks disagree")
     for failure in report.failures:
         print("  DISAGREE " + failure)
     print(f"{spec.name}: {report.checks} checks, "

@@ -96,6 +96,15 @@ def blas_core(library_name="libopenblas.so.0"):
         return "unknown"
 
 
+def _table(dll, symbol, struct, version):
+    """The table `symbol(version)` of a library returns (NULL: None)."""
+    get = getattr(dll, symbol)
+    get.restype = ctypes.POINTER(struct)
+    get.argtypes = [ctypes.c_uint32]
+    table = get(version)
+    return table.contents if table else None
+
+
 def _ptr(array, ctype=ctypes.c_float):
     return array.ctypes.data_as(ctypes.POINTER(ctype))
 
@@ -105,14 +114,10 @@ class ModelLibrary:
 
     def __init__(self, path):
         self._dll = ctypes.CDLL(str(path))
-        get = self._dll.lruc_model_get
-        get.restype = ctypes.POINTER(_Model)
-        get.argtypes = [ctypes.c_uint32]
-        model = get(ABI_VERSION)
-        if not model:
+        self._model = _table(self._dll, "lruc_model_get", _Model, ABI_VERSION)
+        if self._model is None:
             raise LibraryError(f"{path}: the library does not speak ABI version "
                                f"{ABI_VERSION}: rebuild it with this lruc")
-        self._model = model.contents
         self.manifest = json.loads(self._model.manifest.decode())
         self.name = self.manifest["model"]
         self.params = self.manifest["params"]
@@ -320,3 +325,244 @@ class StepStream:
             raise LibraryError(f"{self._library.name}: "
                                f"{self._error.value.decode()}")
         return [o.copy() for o in self._outputs]
+
+
+# -- The library's GPU half on a CUDA device ----------------------------------
+#
+# runtime/include/lruc_gpu.h (the schedule of the library's CUDA kernels)
+# through runtime/include/lruc_device.h (liblruc-device.so: the runtime's
+# device, CUDA opened at run time). On a machine without a GPU the same
+# calls run on the simulated driver of tests/cuda ($LRUC_CUDA_DRIVER,
+# $LRUC_CUBLAS and $LRUC_SIMULATED_KERNELS).
+
+GPU_ABI_VERSION = 3
+COPY_HOST_TO_DEVICE, COPY_DEVICE_TO_HOST = 1, 2
+
+_vp = ctypes.c_void_p
+_GpuWorkspaceBytes = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int64)
+_GpuForward = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int64, _vp,
+                               _vp, _c_void_pp, _c_void_pp, *_error_args)
+_GpuForwardTrain = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int64,
+                                    _vp, _vp, _c_void_pp, _c_int64_p,
+                                    _c_void_pp, _vp, *_error_args)
+_GpuBackward = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int64, _vp,
+                                _vp, _c_void_pp, _c_int64_p, _vp, _vp,
+                                *_error_args)
+_GpuTrainStep = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, ctypes.c_int64, _vp,
+                                 _vp, _vp, _vp, ctypes.c_float, ctypes.c_float,
+                                 _c_void_pp, _c_int64_p, _c_void_pp,
+                                 *_error_args)
+
+
+class _GpuModel(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32),
+        ("num_kernels", ctypes.c_int32),
+        ("kernels", ctypes.POINTER(ctypes.c_char_p)),
+        ("workspace_bytes", _GpuWorkspaceBytes), ("forward", _GpuForward),
+        ("forward_train", _GpuForwardTrain), ("backward", _GpuBackward),
+        ("train_step", _GpuTrainStep), ("step_reset", _vp), ("step", _vp),
+        ("kernel_bytes", _c_int64_p), ("status_error", _vp),
+    ]
+
+
+class Device:
+    """A CUDA device (liblruc-device.so, `library`), or LibraryError."""
+
+    def __init__(self, library, ordinal=0):
+        self._dll = dll = ctypes.CDLL(str(library))
+        for name, restype, argtypes in (
+                ("lruc_device_open", _vp, [ctypes.c_int, *_error_args]),
+                ("lruc_device_close", None, [_vp]),
+                ("lruc_device_description", ctypes.c_char_p, [_vp]),
+                ("lruc_device_set_matmul", ctypes.c_int,
+                 [_vp, ctypes.c_int, *_error_args]),
+                ("lruc_device_load_kernels", ctypes.c_int,
+                 [_vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                  ctypes.c_int, *_error_args]),
+                ("lruc_device_ops", _vp, [_vp]),
+                ("lruc_device_allocate", _vp,
+                 [_vp, ctypes.c_size_t, *_error_args]),
+                ("lruc_device_release", None, [_vp, _vp]),
+                ("lruc_device_copy", ctypes.c_int,
+                 [_vp, _vp, _vp, ctypes.c_size_t, ctypes.c_int,
+                  *_error_args]),
+                ("lruc_device_synchronize", ctypes.c_int, [_vp, *_error_args])):
+            fn = getattr(dll, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        error = ctypes.create_string_buffer(4096)
+        self._handle = dll.lruc_device_open(ordinal, error, len(error))
+        if not self._handle:
+            raise LibraryError(f"no CUDA device: {error.value.decode()}")
+        self.description = dll.lruc_device_description(self._handle).decode()
+
+    def _check(self, status, error, what):
+        if status:
+            raise LibraryError(f"{what}: {error.value.decode()}")
+
+    def close(self):
+        if self._handle:
+            self._dll.lruc_device_close(self._handle)
+            self._handle = None
+
+    def set_tf32(self, on):
+        error = ctypes.create_string_buffer(4096)
+        self._check(self._dll.lruc_device_set_matmul(self._handle, int(on),
+                                                     error, len(error)),
+                    error, "matmul arithmetic")
+
+    def load_kernels(self, source, names, count):
+        error = ctypes.create_string_buffer(65536)
+        self._check(self._dll.lruc_device_load_kernels(
+            self._handle, source, names, count, error, len(error)), error,
+            "the library's kernels")
+
+    @property
+    def ops(self):
+        return self._dll.lruc_device_ops(self._handle)
+
+    def allocate(self, nbytes):
+        error = ctypes.create_string_buffer(4096)
+        memory = self._dll.lruc_device_allocate(self._handle, max(nbytes, 4),
+                                                error, len(error))
+        if not memory:
+            raise LibraryError(f"device memory: {error.value.decode()}")
+        return memory
+
+    def release(self, memory):
+        self._dll.lruc_device_release(self._handle, memory)
+
+    def copy(self, dst, src, nbytes, kind):
+        error = ctypes.create_string_buffer(4096)
+        self._check(self._dll.lruc_device_copy(self._handle, dst, src, nbytes,
+                                               kind, error, len(error)),
+                    error, "copy")
+
+
+class GpuModelLibrary:
+    """A model library's GPU half on `device`: ModelLibrary's forward,
+    forward_train, backward and train_step, host arrays in and out (each
+    call uploads its arrays and brings its results back)."""
+
+    def __init__(self, library, device):
+        self.library, self.device = library, device
+        self._gpu = _table(library._dll, "lruc_gpu_model_get", _GpuModel,
+                           GPU_ABI_VERSION)
+        if self._gpu is None:
+            raise LibraryError(f"{library.name}: the library has no GPU half "
+                               f"of version {GPU_ABI_VERSION}")
+        source = library._dll.lruc_cuda_source
+        source.restype = ctypes.c_char_p
+        device.load_kernels(source(), self._gpu.kernels, self._gpu.num_kernels)
+
+    def _call(self, fn, batch, arrays, results, make_args, updated=()):
+        """Uploads `arrays` ({name: host array}), allocates `results`
+        ({name: host array to fill}) and the workspace, calls fn(ops,
+        workspace, batch, *make_args(pointers)), and brings the results
+        back, and the arrays named in `updated` (changed in place)."""
+        device, owned = self.device, []
+        try:
+            def upload(a):
+                p = device.allocate(a.nbytes)
+                owned.append(p)
+                device.copy(p, a.ctypes.data, a.nbytes, COPY_HOST_TO_DEVICE)
+                return p
+            arrays = {k: np.ascontiguousarray(a) for k, a in arrays.items()}
+            pointers = {name: upload(a) for name, a in arrays.items()}
+            for name, a in results.items():
+                pointers[name] = device.allocate(a.nbytes)
+                owned.append(pointers[name])
+            workspace = device.allocate(self._gpu.workspace_bytes(batch))
+            owned.append(workspace)
+            error = ctypes.create_string_buffer(4096)
+            if fn(device.ops, workspace, batch, *make_args(pointers), error,
+                  len(error)) != 0:
+                raise LibraryError(f"{self.library.name} (GPU): "
+                                   f"{error.value.decode()}")
+            back = {**results, **{k: arrays[k] for k in updated}}
+            for name, a in back.items():
+                device.copy(a.ctypes.data, pointers[name], a.nbytes,
+                            COPY_DEVICE_TO_HOST)
+        finally:
+            for p in owned:
+                device.release(p)
+
+    def _inputs(self, inputs):
+        batch, _, arrays = self.library._inputs(inputs)
+        return batch, {f"in{k}": a for k, a in enumerate(arrays)}
+
+    @staticmethod
+    def _pointer_array(pointers, prefix, count):
+        return (ctypes.c_void_p * max(count, 1))(
+            *[pointers[f"{prefix}{k}"] for k in range(count)])
+
+    def _block(self, values, floats):
+        return np.ascontiguousarray(values if floats else np.zeros(1),
+                                    np.float32)
+
+    def forward(self, params, state, inputs):
+        lib = self.library
+        batch, arrays = self._inputs(inputs)
+        outputs = lib._output_arrays(batch)[0]
+        arrays.update(params=self._block(params, lib.param_floats),
+                      state=self._block(state, lib.state_floats))
+        results = {f"out{k}": o for k, o in enumerate(outputs)}
+        self._call(self._gpu.forward, batch, arrays, results, lambda p: (
+            p["params"], p["state"],
+            self._pointer_array(p, "in", len(lib.inputs)),
+            self._pointer_array(p, "out", len(outputs))))
+        return outputs
+
+    def forward_train(self, params, state, inputs, dropout_key):
+        lib = self.library
+        batch, arrays = self._inputs(inputs)
+        outputs = lib._output_arrays(batch)[0]
+        new_state = np.zeros(max(lib.state_floats, 1), np.float32)
+        key = np.asarray(dropout_key, np.int64)
+        arrays.update(params=self._block(params, lib.param_floats),
+                      state=self._block(state, lib.state_floats))
+        results = {f"out{k}": o for k, o in enumerate(outputs)}
+        results["new_state"] = new_state
+        self._call(self._gpu.forward_train, batch, arrays, results, lambda p: (
+            p["params"], p["state"],
+            self._pointer_array(p, "in", len(lib.inputs)),
+            _ptr(key, ctypes.c_int64),
+            self._pointer_array(p, "out", len(outputs)), p["new_state"]))
+        return outputs, new_state[:lib.state_floats]
+
+    def backward(self, params, state, inputs, dropout_key):
+        lib = self.library
+        batch, arrays = self._inputs(inputs)
+        loss = np.zeros(1, np.float32)
+        grads = np.zeros(lib.param_floats, np.float32)
+        key = np.asarray(dropout_key, np.int64)
+        arrays.update(params=self._block(params, lib.param_floats),
+                      state=self._block(state, lib.state_floats))
+        self._call(self._gpu.backward, batch, arrays,
+                   {"loss": loss, "grads": grads}, lambda p: (
+                       p["params"], p["state"],
+                       self._pointer_array(p, "in", len(lib.inputs)),
+                       _ptr(key, ctypes.c_int64), p["loss"], p["grads"]))
+        return float(loss[0]), grads
+
+    def train_step(self, params, adam_m, adam_v, state, lr, step, inputs,
+                   dropout_key):
+        """One AdamW step: (outputs, params, m, v, state), new arrays."""
+        lib = self.library
+        batch, arrays = self._inputs(inputs)
+        outputs = lib._output_arrays(batch)[0]
+        key = np.asarray(dropout_key, np.int64)
+        blocks = dict(params=np.array(params, np.float32),
+                      adam_m=np.array(adam_m, np.float32),
+                      adam_v=np.array(adam_v, np.float32),
+                      state=self._block(state, lib.state_floats).copy())
+        results = {f"out{k}": o for k, o in enumerate(outputs)}
+        names = ("params", "adam_m", "adam_v", "state")
+        arrays.update(blocks)
+        self._call(self._gpu.train_step, batch, arrays, results, lambda p: (
+            *[p[n] for n in names], float(lr), float(step),
+            self._pointer_array(p, "in", len(lib.inputs)),
+            _ptr(key, ctypes.c_int64),
+            self._pointer_array(p, "out", len(outputs))), updated=names)
+        return (outputs, blocks["params"], blocks["adam_m"], blocks["adam_v"],
+                blocks["state"][:lib.state_floats])

@@ -15,18 +15,20 @@ LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tin
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lru-train \
-    lib/libopenblas.so.0 models/tiny.so models/tiny.base.so train/listops.so \
-    device.sh; do
+    lib/libopenblas.so.0 lib/liblruc-device.so models/tiny.so \
+    models/tiny.base.so train/listops.so agree/listops_long.so \
+    agree/listops_long.ast agree/pathx.so device.sh; do
   [ -e "$kit/$file" ] || { echo "the kit lacks $file" >&2; exit 1; }
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
 # The kit carries its libraries' PTX for sm_90 (the simulated device's):
-# tiny's and the train model's, which the runs below find there; and their
+# tiny's, the train model's and the 7 agreement libraries', which the runs
+# below find there; and their
 # machine code (ptxas), which the simulated device declines, as a device
 # of another architecture would, so that Device loads the PTX instead.
 cached() { ls "$kit/cache/ptx" | sort; }
-if [ "$(cached | grep -c '\.ptx$')" -ne 2 ] ||
-    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 2 ]; then
+if [ "$(cached | grep -c '\.ptx$')" -ne 9 ] ||
+    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 9 ]; then
   echo "the kit's PTX cache: $(cached)" >&2
   exit 1
 fi

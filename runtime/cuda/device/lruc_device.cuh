@@ -304,10 +304,15 @@ __device__ inline void giveCarry(ScanChain chain, int64_t item, int lane,
   float *slot = chain.carries + (item * 32 + lane) * 2;
   slot[0] = re;
   slot[1] = im;
+  // Every lane's carry before the flag, for a reader on another SM: each
+  // lane's stores fenced, the warp met, and the flag set after a fence of
+  // its own.
   __threadfence();
   __syncwarp();
-  if (lane == 0)
+  if (lane == 0) {
+    __threadfence();
     atomicExch(chain.flags + item, 1);
+  }
 }
 
 /// Warp 0 of the block after item `item` in its sequence: that item's
