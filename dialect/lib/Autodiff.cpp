@@ -115,13 +115,7 @@ Value AdjointBuilder::broadcast(Value x, Value like,
 }
 
 Value AdjointBuilder::reduceSum(Value x, ArrayRef<int64_t> dims) {
-  auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> shape;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (!llvm::is_contained(dims, i))
-      shape.push_back(type.getDimSize(i));
-  return b_.create<ReduceSumOp>(loc_, type.clone(shape), x,
-                                b_.getDenseI64ArrayAttr(dims));
+  return ReduceSumOp::createSum(b_, loc_, x, dims);
 }
 
 Value AdjointBuilder::dropoutMask(Value x, Value key, APFloat rate,

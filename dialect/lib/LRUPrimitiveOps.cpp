@@ -100,6 +100,20 @@ LogicalResult BroadcastOp::verify() {
   return expectResult(*this, like.getShape(), x.getElementType());
 }
 
+Value ReduceSumOp::createSum(OpBuilder &builder, Location loc, Value x,
+                             ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (!llvm::is_contained(dims, i))
+      shape.push_back(type.getDimSize(i));
+  auto result = type.clone(shape);
+  if (llvm::all_of(dims, [&](int64_t d) { return type.getDimSize(d) == 1; }))
+    return builder.create<ViewOp>(loc, result, x);
+  return builder.create<ReduceSumOp>(loc, result, x,
+                                     builder.getDenseI64ArrayAttr(dims));
+}
+
 LogicalResult ReduceSumOp::verify() {
   auto x = tensorType(getX());
   if (failed(checkDims(*this, getDims(), x.getRank())))

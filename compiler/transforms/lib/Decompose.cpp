@@ -148,15 +148,9 @@ public:
     return b ? add(y, broadcastLast(b, y)) : y;
   }
 
-  /// Sums over `dims`, which disappear.
+  /// Sums over `dims`, which disappear (a view over dims of one element).
   Value reduceSum(Value x, ArrayRef<int64_t> dims) {
-    auto type = tensorType(x);
-    SmallVector<int64_t> shape;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (!llvm::is_contained(dims, i))
-        shape.push_back(type.getDimSize(i));
-    return rewriter.create<ReduceSumOp>(
-        loc, RankedTensorType::get(shape, type.getElementType()), x, dims);
+    return ReduceSumOp::createSum(rewriter, loc, x, dims);
   }
 
   /// The f32 [B, L] mask of `lengths`, with B and L of `seq` ([B, L, ...]).

@@ -125,8 +125,8 @@ LogicalResult threadCarries(func::FuncOp step) {
     Value before = step.getArgument(step.getNumArguments() - 1);
     if (isScan) {
       cast<lru::ScanOp>(op).getInitMutable().assign(before);
-      carried = builder.create<lru::ReduceSumOp>(
-          op->getLoc(), carryType, value, builder.getDenseI64ArrayAttr({1}));
+      // The one step's states: the new carry (a view, no copy).
+      carried = lru::ReduceSumOp::createSum(builder, op->getLoc(), value, {1});
     } else {
       carried = builder.create<lru::AddOp>(op->getLoc(), before, value);
       value.replaceAllUsesExcept(carried, carried.getDefiningOp());

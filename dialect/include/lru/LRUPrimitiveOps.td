@@ -143,6 +143,15 @@ def LRU_ReduceSumOp : LRU_Op<"reduce_sum", [Pure]> {
   let assemblyFormat = [{
     $x `dims` $dims attr-dict `:` type($x) `->` type($result)
   }];
+  let extraClassDeclaration = [{
+    /// The sum of `x` over `dims`: an lru.reduce_sum, or, when every dim
+    /// in `dims` has one element (step mode's sequence of one step), an
+    /// lru.view of `x` in the smaller shape (the same values: no kernel,
+    /// no copy).
+    static ::mlir::Value createSum(::mlir::OpBuilder &builder,
+                                   ::mlir::Location loc, ::mlir::Value x,
+                                   ::llvm::ArrayRef<int64_t> dims);
+  }];
   let hasVerifier = 1;
 }
 

@@ -25,8 +25,10 @@
 // STEP-SAME: attributes {lru.carries = ["blocks.0.lru.state", "pool.sum", "pool.count"]}
 // STEP-NOT: lru.length_mask
 // STEP: %[[X:.*]] = lru.scan %{{.*}}, %{{.*}} init %[[STATE]] : (tensor<2xcomplex<f32>>, tensor<?x1x2xcomplex<f32>>, tensor<?x2xcomplex<f32>>) -> tensor<?x1x2xcomplex<f32>>
-// STEP-NEXT: %[[NEWSTATE:.*]] = lru.reduce_sum %[[X]] dims [1] : tensor<?x1x2xcomplex<f32>> -> tensor<?x2xcomplex<f32>>
-// STEP: %[[STEPSUM:.*]] = lru.reduce_sum %{{.*}} dims [1] : tensor<?x1x4xf32> -> tensor<?x4xf32>
+// The one step's states are the new state, and its pooled sum the step's
+// values: views, no sums over a dim of one element.
+// STEP-NEXT: %[[NEWSTATE:.*]] = lru.view %[[X]] : tensor<?x1x2xcomplex<f32>> -> tensor<?x2xcomplex<f32>>
+// STEP: %[[STEPSUM:.*]] = lru.view %{{.*}} : tensor<?x1x4xf32> -> tensor<?x4xf32>
 // STEP-NEXT: %[[NEWSUM:.*]] = lru.add %[[SUM]], %[[STEPSUM]]
 // STEP: %[[ONE:.*]] = lru.broadcast %{{.*}} like %[[NEWSUM]]
 // STEP-NEXT: %[[NEWCOUNT:.*]] = lru.add %[[COUNT]], %[[ONE]]
