@@ -5,8 +5,9 @@
 // reads), with every static size a constant and the batch `B` an argument.
 // lru.fused groups become one kernel each through the element code the CPU
 // emitter uses (EmitSupport.h), a thread per element, or for a group with a
-// scan a block per (sequence, 32 channels) walking time in tiles (see
-// writeTiledScan); the structural ops get kernels of their own. Matmuls
+// scan a block per (chunk of a sequence's steps, 32 channels) walking time
+// in tiles, the chunks of a sequence chained (see writeTiledScan); the
+// structural ops get kernels of their own. Matmuls
 // have none: they are cuBLAS calls of the host schedule. The source starts
 // with the device prelude (runtime/cuda/device/lruc_device.cuh) and ends
 // with the launch plan of each function: its kernels in order with their
@@ -178,7 +179,7 @@ private:
     const FusedLayout &layout = element.getLayout();
     lru::ScanOp scan = layout.scan;
     // A thread per element, or per (chunk, column) for a group with sums;
-    // a scan group: a block per (sequence, 32 channels).
+    // a scan group: a block per (chunk of steps, sequence, 32 channels).
     const int blockThreads = scan ? 32 * options.scanWarps : kCudaBlockThreads;
     int64_t scanChunks = scan ? op.getReductionChunksPerExample() : 1;
     std::string threads =
@@ -301,9 +302,13 @@ private:
     return (columns + 31) / 32;
   }
 
-  /// The body of a scan group's kernel, a block per (sequence s, 32
-  /// channels j), in tiles of kWarps * kScanStepsPerThread steps: warp w
-  /// of the block takes steps [w, w + 1) * kScanStepsPerThread of each. First each
+  /// The body of a scan group's kernel, a block per (chunk c of
+  /// kScanChunkSteps steps, sequence s, 32 channels j; a sequence of one
+  /// chunk: per (s, j)), in tiles of kWarps * kStepsPerThread steps: warp w
+  /// of the block takes steps [w, w + 1) * kStepsPerThread of each. The
+  /// chunks of a sequence are chained (lruc::gpu::ScanChain): a chunk's
+  /// block starts from the end state the block of the chunk before hands
+  /// on, and hands on its own. First each
   /// thread runs its steps from a zero state, keeping only the end state
   /// and the product of λ (FusedBody's first pass: the compiler drops
   /// whatever feeds only the stores); the block then chains the warps'

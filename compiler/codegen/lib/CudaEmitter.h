@@ -22,7 +22,8 @@ namespace lruc {
 /// Threads a block of every launch but the scans (CudaLaunch::blockThreads).
 constexpr int kCudaBlockThreads = 256;
 /// Steps each thread of a scan kernel takes per tile (the block's warps
-/// take consecutive runs of this many steps; see writeTiledScan).
+/// take consecutive runs of this many steps; see writeTiledScan), or fewer
+/// where more warps than 256 / 16 share a chained scan's chunk.
 constexpr int kScanStepsPerThread = 16;
 
 /// The functions with CUDA kernels, in the order of the source.
