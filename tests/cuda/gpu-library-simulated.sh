@@ -35,7 +35,10 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
   -o "$work/listops_long.so"
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=600 \
   --cuda-scan-warps=4 -o "$work/pathfinder_long_w4.so"
-libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4}.so)
+# The generalised LRU's real scans with a decay per step, chained too.
+"$bin/lruc" "$src/examples/generalized.lru" --portable -D L=300 -D H=8 \
+  -D N=6 -o "$work/generalized_long.so"
+libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done
