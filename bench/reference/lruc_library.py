@@ -375,8 +375,6 @@ class Device:
                 ("lruc_device_open", _vp, [ctypes.c_int, *_error_args]),
                 ("lruc_device_close", None, [_vp]),
                 ("lruc_device_description", ctypes.c_char_p, [_vp]),
-                ("lruc_device_set_matmul", ctypes.c_int,
-                 [_vp, ctypes.c_int, *_error_args]),
                 ("lruc_device_load_kernels", ctypes.c_int,
                  [_vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
                   ctypes.c_int, *_error_args]),
@@ -386,8 +384,7 @@ class Device:
                 ("lruc_device_release", None, [_vp, _vp]),
                 ("lruc_device_copy", ctypes.c_int,
                  [_vp, _vp, _vp, ctypes.c_size_t, ctypes.c_int,
-                  *_error_args]),
-                ("lruc_device_synchronize", ctypes.c_int, [_vp, *_error_args])):
+                  *_error_args])):
             fn = getattr(dll, name)
             fn.restype, fn.argtypes = restype, argtypes
         error = ctypes.create_string_buffer(4096)
@@ -404,12 +401,6 @@ class Device:
         if self._handle:
             self._dll.lruc_device_close(self._handle)
             self._handle = None
-
-    def set_tf32(self, on):
-        error = ctypes.create_string_buffer(4096)
-        self._check(self._dll.lruc_device_set_matmul(self._handle, int(on),
-                                                     error, len(error)),
-                    error, "matmul arithmetic")
 
     def load_kernels(self, source, names, count):
         error = ctypes.create_string_buffer(65536)
@@ -496,7 +487,10 @@ class GpuModelLibrary:
         return (ctypes.c_void_p * max(count, 1))(
             *[pointers[f"{prefix}{k}"] for k in range(count)])
 
-    def _block(self, values, floats):
+    @staticmethod
+    def _one_or_more(values, floats):
+        """A float32 block to upload: `values`, or one float for an empty
+        block (device memory of 0 bytes is no allocation)."""
         return np.ascontiguousarray(values if floats else np.zeros(1),
                                     np.float32)
 
@@ -504,8 +498,8 @@ class GpuModelLibrary:
         lib = self.library
         batch, arrays = self._inputs(inputs)
         outputs = lib._output_arrays(batch)[0]
-        arrays.update(params=self._block(params, lib.param_floats),
-                      state=self._block(state, lib.state_floats))
+        arrays.update(params=self._one_or_more(params, lib.param_floats),
+                      state=self._one_or_more(state, lib.state_floats))
         results = {f"out{k}": o for k, o in enumerate(outputs)}
         self._call(self._gpu.forward, batch, arrays, results, lambda p: (
             p["params"], p["state"],
@@ -519,8 +513,8 @@ class GpuModelLibrary:
         outputs = lib._output_arrays(batch)[0]
         new_state = np.zeros(max(lib.state_floats, 1), np.float32)
         key = np.asarray(dropout_key, np.int64)
-        arrays.update(params=self._block(params, lib.param_floats),
-                      state=self._block(state, lib.state_floats))
+        arrays.update(params=self._one_or_more(params, lib.param_floats),
+                      state=self._one_or_more(state, lib.state_floats))
         results = {f"out{k}": o for k, o in enumerate(outputs)}
         results["new_state"] = new_state
         self._call(self._gpu.forward_train, batch, arrays, results, lambda p: (
@@ -536,8 +530,8 @@ class GpuModelLibrary:
         loss = np.zeros(1, np.float32)
         grads = np.zeros(lib.param_floats, np.float32)
         key = np.asarray(dropout_key, np.int64)
-        arrays.update(params=self._block(params, lib.param_floats),
-                      state=self._block(state, lib.state_floats))
+        arrays.update(params=self._one_or_more(params, lib.param_floats),
+                      state=self._one_or_more(state, lib.state_floats))
         self._call(self._gpu.backward, batch, arrays,
                    {"loss": loss, "grads": grads}, lambda p: (
                        p["params"], p["state"],
@@ -555,7 +549,7 @@ class GpuModelLibrary:
         blocks = dict(params=np.array(params, np.float32),
                       adam_m=np.array(adam_m, np.float32),
                       adam_v=np.array(adam_v, np.float32),
-                      state=self._block(state, lib.state_floats).copy())
+                      state=self._one_or_more(state, lib.state_floats).copy())
         results = {f"out{k}": o for k, o in enumerate(outputs)}
         names = ("params", "adam_m", "adam_v", "state")
         arrays.update(blocks)

@@ -76,8 +76,8 @@ private:
         return;
       int64_t chunks = group.getReductionChunksPerExample();
       if (chunks > 1)
-        items = std::max(items, chunks * ((group.getLoopType().getDimSize(2) +
-                                           31) / 32));
+        items = std::max(items,
+                         chunks * columnBlocks(FusedLayout::of(group)));
     });
     return items;
   }
@@ -87,15 +87,16 @@ private:
   /// holding anything).
   void emitScanChainReset() {
     std::string name = prefix + "_scan_chain_reset";
-    std::string words = "16 + B * " + std::to_string(chainItems);
-    CudaLaunch launch{name, words, false, nullptr, {}, {}};
+    std::string items = "B * " + std::to_string(chainItems);
+    CudaLaunch launch{name, items, false, nullptr, {}, {}};
     current->push_back(std::move(launch));
     os << "extern \"C\" __global__ void " << name
        << "(int64_t B, lruc::gpu::Status *status) {\n"
-       << "  int *words = reinterpret_cast<int *>(reinterpret_cast<char *>("
-          "status) + 64);\n";
-    gridLoop(words);
-    os << "    words[i] = 0;\n  }\n}\n\n";
+       << "  const lruc::gpu::ScanChain chain = lruc::gpu::scanChain(status, "
+       << items << ");\n";
+    gridLoop(items);
+    os << "    lruc::gpu::clearScanChain(chain, " << items
+       << ", i);\n  }\n}\n\n";
   }
 
   /// Starts the op's kernel (its name: the function, the op's index and

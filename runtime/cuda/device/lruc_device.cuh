@@ -289,6 +289,16 @@ __device__ inline ScanChain scanChain(Status *status, int64_t items) {
   return chain;
 }
 
+/// Thread `i` of the reset kernel's grid (FUNCTION_scan_chain_reset, at
+/// least one thread an item): the counter and item i's flag zeroed.
+__device__ inline void clearScanChain(ScanChain chain, int64_t items,
+                                      int64_t i) {
+  if (i == 0)
+    *chain.ticket = 0;
+  if (i < items)
+    chain.flags[i] = 0;
+}
+
 /// The item of the calling block (thread 0 takes it) among `items`.
 __device__ inline int64_t takeTicket(ScanChain chain, int64_t items) {
   const int ticket = atomicAdd(chain.ticket, 1);
