@@ -236,16 +236,48 @@ int main(int argc, char **argv) try {
     }
   }
 
-  // The device's copy bandwidth: 256 MiB device to device, read + written.
+  // The device's copy bandwidth: 256 MiB device to device, read + written,
+  // the best of three rounds of ten. (On an H100 it has measured 2.55 TB/s
+  // after some models' runs and 2.97 after others', the same before and
+  // after their arrays: docs/performance.md.)
   const size_t copyBytes = size_t(256) << 20;
   void *from = arrays.get(copyBytes), *to = arrays.get(copyBytes);
   ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
   sync();
+  double bandwidth = 0;
+  for (int round = 0; round < 3; ++round) {
+    start = seconds();
+    for (int i = 0; i < 10; ++i)
+      ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
+    sync();
+    bandwidth =
+        std::max(bandwidth, 2.0 * copyBytes * 10 / (seconds() - start));
+  }
+  // The device's fp32 GEMM rate (cuBLAS, no tensor cores, as the timed
+  // calls below run): a square product, from 128 up to 4096 on a side
+  // until one takes a millisecond, the copy's buffers reused.
+  int64_t side = 128;
+  auto squareGemm = [&] {
+    if (ops->gemm(ops->context, 0, 0, side, side, side,
+                  static_cast<const float *>(from), side,
+                  static_cast<const float *>(from) + side * side, side,
+                  static_cast<float *>(to), side))
+      throw std::runtime_error("cuBLAS failed on a square product");
+  };
+  for (;; side *= 2) {
+    squareGemm();
+    sync();
+    start = seconds();
+    squareGemm();
+    sync();
+    if (seconds() - start >= 1e-3 || side == 4096)
+      break;
+  }
   start = seconds();
   for (int i = 0; i < 10; ++i)
-    ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
+    squareGemm();
   sync();
-  const double bandwidth = 2.0 * copyBytes * 10 / (seconds() - start);
+  const double gemmRate = 2.0 * side * side * side * 10 / (seconds() - start);
 
   std::printf("train_step  %9.2f ms  %8.2f steps/s  (batch %lld)\n",
               stepTime * 1e3, 1 / stepTime, (long long)batch);
@@ -270,6 +302,8 @@ int main(int argc, char **argv) try {
               3.0 * paramBytes / 1048576.0);
   std::printf("copy bandwidth %.0f GB/s (device to device)\n",
               bandwidth / 1e9);
+  std::printf("gemm rate %.1f TFLOP/s (fp32, %lld on a side)\n",
+              gemmRate / 1e12, (long long)side);
 
   // Each kernel's achieved bandwidth: the bytes of its arrays
   // (lruc_gpu_model::kernel_bytes) over its time, one timed call each of
@@ -287,7 +321,8 @@ int main(int argc, char **argv) try {
     device->timeKernels(false);
     std::vector<double> ms;
     std::vector<int64_t> launches;
-    if (!device->kernelTimes(ms, launches, error))
+    lruc::cuda::Device::GemmTimes gemms;
+    if (!device->kernelTimes(ms, launches, gemms, error))
       throw std::runtime_error(error);
     double scanMs = 0, scanBytes = 0, allMs = 0, otherBytes = 0;
     std::vector<int> scans, others;
@@ -307,37 +342,41 @@ int main(int argc, char **argv) try {
         otherBytes += bytesOf(k);
       }
     }
-    // Where the time goes: lruc's kernels (each timed by an event pair),
-    // and the rest of the call's time, cuBLAS's GEMMs and the gaps between
+    // Where the time goes: lruc's kernels and cuBLAS's GEMMs (each timed
+    // by an event pair), and the rest of the call's time, the gaps between
     // launches (which the event pairs widen a little).
     std::printf("%s: %zu kernels, %.2f ms on the device; the call %.2f ms "
-                "(GEMMs and gaps %.2f ms)\n",
+                "(GEMMs %.2f ms, gaps %.2f ms)\n",
                 what, scans.size() + others.size(), allMs, callMs,
-                callMs - allMs);
-    const double otherMs = allMs - scanMs;
-    if (otherMs > 0)
-      std::printf("  other kernels: %zu, %.3f ms, %.0f GB/s, %.1f%% of copy "
+                gemms.milliseconds, callMs - allMs - gemms.milliseconds);
+    if (gemms.calls)
+      std::printf("  GEMMs: %lld, %.3f ms, %.1f TFLOP/s, %.1f%% of the "
+                  "square product's rate\n",
+                  (long long)gemms.calls, gemms.milliseconds,
+                  gemms.flops / (gemms.milliseconds * 1e-3) / 1e12,
+                  100 * gemms.flops / (gemms.milliseconds * 1e-3) / gemmRate);
+    // A kind's total, then its eight slowest kernels.
+    auto summary = [&](const char *kind, std::vector<int> &kernels,
+                       double kindMs, double kindBytes) {
+      if (kindMs <= 0)
+        return;
+      std::printf("  %s kernels: %zu, %.3f ms, %.0f GB/s, %.1f%% of copy "
                   "bandwidth\n",
-                  others.size(), otherMs, otherBytes / (otherMs * 1e-3) / 1e9,
-                  100 * otherBytes / (otherMs * 1e-3) / bandwidth);
-    auto slowest = [&](std::vector<int> &kernels) {
+                  kind, kernels.size(), kindMs,
+                  kindBytes / (kindMs * 1e-3) / 1e9,
+                  100 * kindBytes / (kindMs * 1e-3) / bandwidth);
       std::sort(kernels.begin(), kernels.end(),
                 [&](int a, int b) { return ms[size_t(a)] > ms[size_t(b)]; });
       for (size_t n = 0; n < kernels.size() && n < 8; ++n) {
         int k = kernels[n];
         double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
-        std::printf("  %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
+        std::printf("    %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
                     g->kernels[k], ms[size_t(k)], rate / 1e9,
                     100 * rate / bandwidth);
       }
     };
-    slowest(scans);
-    slowest(others);
-    if (scanMs > 0)
-      std::printf("  scan kernels: %.3f ms, %.0f GB/s, %.1f%% of copy "
-                  "bandwidth\n",
-                  scanMs, scanBytes / (scanMs * 1e-3) / 1e9,
-                  100 * scanBytes / (scanMs * 1e-3) / bandwidth);
+    summary("scan", scans, scanMs, scanBytes);
+    summary("other", others, allMs - scanMs, otherBytes);
   };
   timedCall("forward", [&] {
     if (g->forward(ops, workspace, batch, dParams, dState, dInputs.data(),

@@ -461,9 +461,11 @@ bool Device::synchronize(std::string &error) {
 }
 
 bool Device::kernelTimes(std::vector<double> &milliseconds,
-                         std::vector<int64_t> &launches, std::string &error) {
+                         std::vector<int64_t> &launches, GemmTimes &gemms,
+                         std::string &error) {
   milliseconds.assign(kernels_.size(), 0.0);
   launches.assign(kernels_.size(), 0);
+  gemms = GemmTimes{};
   bool ok = true;
   for (const TimedLaunch &timed : timed_) {
     float ms = 0.0f;
@@ -474,8 +476,14 @@ bool Device::kernelTimes(std::vector<double> &milliseconds,
       error = driverError(*api_, r, "timing a kernel");
       ok = false;
     }
-    milliseconds[size_t(timed.kernel)] += ms;
-    ++launches[size_t(timed.kernel)];
+    if (timed.kernel == kGemm) {
+      gemms.milliseconds += ms;
+      gemms.flops += timed.flops;
+      ++gemms.calls;
+    } else {
+      milliseconds[size_t(timed.kernel)] += ms;
+      ++launches[size_t(timed.kernel)];
+    }
     api_->eventDestroy(timed.start);
     api_->eventDestroy(timed.end);
   }
@@ -483,32 +491,39 @@ bool Device::kernelTimes(std::vector<double> &milliseconds,
   return ok;
 }
 
+int Device::startTimed(int32_t kernel, double flops) {
+  if (!timing_)
+    return 0;
+  TimedLaunch timed{kernel, flops, nullptr, nullptr};
+  if (CUresult r = api_->eventCreate(&timed.start, 0))
+    return r;
+  if (CUresult r = api_->eventCreate(&timed.end, 0)) {
+    api_->eventDestroy(timed.start);
+    return r;
+  }
+  timed_.push_back(timed); // destroyed by kernelTimes or ~Device
+  return api_->eventRecord(timed.start, stream_);
+}
+
+int Device::endTimed() {
+  return timing_ ? api_->eventRecord(timed_.back().end, stream_) : 0;
+}
+
 int Device::launch(void *context, int32_t kernel, int64_t blocks,
                    int32_t threads, int32_t, void **args) {
   auto *self = static_cast<Device *>(context);
   if (kernel < 0 || size_t(kernel) >= self->kernels_.size() || blocks <= 0)
     return -1;
-  const Api &api = *self->api_;
-  TimedLaunch timed{kernel, nullptr, nullptr};
-  if (self->timing_) {
-    if (CUresult r = api.eventCreate(&timed.start, 0))
-      return r;
-    if (CUresult r = api.eventCreate(&timed.end, 0)) {
-      api.eventDestroy(timed.start);
-      return r;
-    }
-    self->timed_.push_back(timed); // destroyed by kernelTimes or ~Device
-    if (CUresult r = api.eventRecord(timed.start, self->stream_))
-      return r;
-  }
+  if (int r = self->startTimed(kernel, 0))
+    return r;
   // Grid-stride kernels take any grid; those with a thread per item ask for
   // far fewer blocks than the limit.
   constexpr int64_t kMaxBlocks = 2147483647;
-  if (CUresult r = api.launchKernel(
+  if (CUresult r = self->api_->launchKernel(
           self->kernels_[kernel], unsigned(std::min(blocks, kMaxBlocks)), 1,
           1, unsigned(threads), 1, 1, 0, self->stream_, args, nullptr))
     return r;
-  return self->timing_ ? api.eventRecord(timed.end, self->stream_) : 0;
+  return self->endTimed();
 }
 
 int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
@@ -518,10 +533,14 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
   // gets the operands swapped, each with its own transpose flag.
   auto *self = static_cast<Device *>(context);
   const float one = 1.0f, zero = 0.0f;
-  return self->api_->sgemm(self->cublas_, transB ? kCublasOpT : kCublasOpN,
-                           transA ? kCublasOpT : kCublasOpN, int(n), int(m),
-                           int(k), &one, b, int(ldb), a, int(lda), &zero, c,
-                           int(ldc));
+  if (int r = self->startTimed(kGemm, 2.0 * double(m) * double(n) * double(k)))
+    return r;
+  if (int status = self->api_->sgemm(
+          self->cublas_, transB ? kCublasOpT : kCublasOpN,
+          transA ? kCublasOpT : kCublasOpN, int(n), int(m), int(k), &one, b,
+          int(ldb), a, int(lda), &zero, c, int(ldc)))
+    return status;
+  return self->endTimed();
 }
 
 int Device::copy(void *context, void *dst, const void *src, size_t bytes,

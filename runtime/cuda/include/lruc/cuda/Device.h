@@ -106,15 +106,22 @@ public:
   bool launchGraph(Graph *graph, std::string &error);
   void destroyGraph(Graph *graph);
 
-  /// From now on (or no longer), every launch is timed by two events on
-  /// its stream: for benchmarks, not for training (an event pair costs a
-  /// few microseconds a launch).
+  /// From now on (or no longer), every launch and GEMM is timed by two
+  /// events on its stream: for benchmarks, not for training (an event pair
+  /// costs a few microseconds a launch).
   void timeKernels(bool on) { timing_ = on; }
+  /// cuBLAS's share of the timed calls.
+  struct GemmTimes {
+    double milliseconds = 0;
+    double flops = 0; ///< 2 m n k a product
+    int64_t calls = 0;
+  };
   /// Per kernel index, the milliseconds of its timed launches since the
-  /// last call, and how many; waits for them. False with the driver's
-  /// message if one could not be timed.
+  /// last call, and how many, and the GEMMs' together; waits for them.
+  /// False with the driver's message if one could not be timed.
   bool kernelTimes(std::vector<double> &milliseconds,
-                   std::vector<int64_t> &launches, std::string &error);
+                   std::vector<int64_t> &launches, GemmTimes &gemms,
+                   std::string &error);
 
   struct Api; ///< the driver and cuBLAS entry points (Device.cpp)
 
@@ -137,9 +144,14 @@ private:
   void *cublas_ = nullptr;  ///< cublasHandle_t
   std::vector<void *> kernels_; ///< CUfunction by schedule index
   struct TimedLaunch {
-    int32_t kernel;
+    int32_t kernel; ///< kGemm for a GEMM
+    double flops;   ///< a GEMM's
     void *start, *end; ///< CUevent
   };
+  static constexpr int32_t kGemm = -1;
+  /// The start event of a timed launch (when timing), then its end.
+  int startTimed(int32_t kernel, double flops);
+  int endTimed();
   bool timing_ = false;
   std::vector<TimedLaunch> timed_; ///< not yet read by kernelTimes
   std::string name_, arch_, kernelsFrom_;
