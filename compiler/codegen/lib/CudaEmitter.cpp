@@ -924,21 +924,39 @@ private:
     return success();
   }
 
-  /// A thread per Philox block of four elements (runtime/core's layout).
+  /// A thread per Philox block of four elements (runtime/core's layout),
+  /// read and written as one 16-byte access where the arrays allow: a
+  /// thread's elements are neighbours, so four scalar accesses a thread
+  /// would make a warp's loads and stores touch four times the sectors
+  /// they use (on an H100, L2 busy 97% of the time and DRAM 40%).
   LogicalResult emitDropoutMask(lru::DropoutMaskOp op) {
     double rate = op.getRate().convertToDouble();
     std::string count = countExpr(op.getX());
     std::string blocks = "(" + count + " + 3) / 4";
     begin(op, "", blocks, {op.getX(), op.getKey()}, {op.getResult()});
+    std::string keep = "(words[w] >> 8) >= " +
+                       std::to_string(core::dropoutThreshold(rate)) + "u";
+    std::string scale;
+    llvm::raw_string_ostream(scale) << llvm::format("%.17g", 1 - rate);
+    os << "  const bool whole = lruc::gpu::aligned16(in0, out0);\n";
     gridLoop(blocks);
     os << "    uint32_t words[4];\n"
        << "    lruc::gpu::dropoutWords(uint64_t(in1[0]), uint32_t(in1[1]), "
        << op.getSite() << "u, uint64_t(i), words);\n"
+       << "    if (whole && i * 4 + 4 <= " << count << ") {\n"
+       << "      const lruc::gpu::Float4 x = "
+          "reinterpret_cast<const lruc::gpu::Float4 *>(in0)[i];\n"
+       << "      lruc::gpu::Float4 y;\n"
+       << "      LRUC_UNROLL\n"
+       << "      for (int w = 0; w < 4; ++w)\n"
+       << "        y.v[w] = " << keep << " ? float(double(x.v[w]) / " << scale
+       << ") : 0.0f;\n"
+       << "      reinterpret_cast<lruc::gpu::Float4 *>(out0)[i] = y;\n"
+       << "      continue;\n    }\n"
        << "    for (int64_t w = 0; w < 4 && i * 4 + w < " << count
        << "; ++w) {\n"
        << "      const int64_t e = i * 4 + w;\n"
-       << "      out0[e] = (words[w] >> 8) >= " << core::dropoutThreshold(rate)
-       << "u ? float(double(in0[e]) / " << llvm::format("%.17g", 1 - rate)
+       << "      out0[e] = " << keep << " ? float(double(in0[e]) / " << scale
        << ") : 0.0f;\n    }\n  }\n}\n\n";
     return success();
   }

@@ -348,6 +348,17 @@ __device__ inline void takeCarry(ScanChain chain, int64_t item, int lane,
   im = slot[1];
 }
 
+/// Four neighbouring floats, read or written as one 16-byte access.
+struct alignas(16) Float4 {
+  float v[4];
+};
+
+/// Whether `a` and `b` both lie on 16 bytes (Float4 accesses).
+__device__ inline bool aligned16(const void *a, const void *b) {
+  return ((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) &
+          15) == 0;
+}
+
 /// Dropout's decision for the four elements of Philox block `block`
 /// (runtime/core's dropoutKeep): kept iff (word >> 8) >= threshold.
 __device__ inline void dropoutWords(uint64_t seed, uint32_t step,
