@@ -141,9 +141,12 @@ private:
            index.str() + ", " + value.str() + ");\n";
   }
 
-  void gridLoop(StringRef count) {
-    os << "  for (int64_t i = lruc::gpu::firstIndex(); i < " << count
-       << "; i += lruc::gpu::gridStride()) {\n";
+  /// The current kernel's grid-stride loop over `count` elements.
+  void gridLoop(StringRef count, StringRef index = "i") {
+    current->back().gridStride = true;
+    os << "  for (int64_t " << index << " = lruc::gpu::firstIndex(); "
+       << index << " < " << count << "; " << index
+       << " += lruc::gpu::gridStride()) {\n";
   }
 
   /// A length read from `lengths` (or L when null) at sequence `s`, checked
@@ -531,8 +534,7 @@ private:
     begin(op, "", total, inputs, results);
     for (auto &element : elements)
       element->writeConstants(os);
-    os << "  for (int64_t g = lruc::gpu::firstIndex(); g < " << total
-       << "; g += lruc::gpu::gridStride()) {\n";
+    gridLoop(total, "g");
     for (auto [k, element, group] :
          llvm::enumerate(elements, op.getGroups())) {
       int64_t start = k ? ends[k - 1] : 0;

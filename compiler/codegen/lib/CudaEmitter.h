@@ -21,6 +21,13 @@ namespace lruc {
 
 /// Threads a block of every launch but the scans (CudaLaunch::blockThreads).
 constexpr int kCudaBlockThreads = 256;
+/// Blocks of a grid-stride kernel at most: about two waves of eight
+/// blocks an SM on a 132-SM device. A thread then takes many elements, so
+/// its set-up (parameters, indices, the loop's trip count) is paid once
+/// for all of them; with a thread per element, elementwise kernels were
+/// bound by issuing those instructions, not by memory (on an H100: 80% of
+/// issue slots busy, DRAM 52-75%).
+constexpr int64_t kGridStrideBlocks = 2048;
 /// Steps each thread of a scan kernel takes per tile (the block's warps
 /// take consecutive runs of this many steps; see writeTiledScan), or fewer
 /// where more warps than 256 / 16 share a chained scan's chunk.
@@ -50,6 +57,9 @@ struct CudaLaunch {
   bool synchronises = false;
   /// Threads a block (a scan kernel's: 32 * CudaOptions::scanWarps).
   int blockThreads = kCudaBlockThreads;
+  /// Its threads walk the elements in a grid-stride loop: any grid does,
+  /// and the host schedule launches at most kGridStrideBlocks blocks.
+  bool gridStride = false;
 
   bool isGemm() const { return kernel == "cublas"; }
 };

@@ -141,8 +141,8 @@ public:
         os << ", &p" << k;
       os << "};\n    if (n > 0 && !gpuLaunch(ops, " << launch.index << ", n, "
          << (launch.blockPerOutput ? 1 : 0) << ", " << launch.blockThreads
-         << ", a, \"" << launch.kernel
-         << "\", error))\n      return false;\n  }\n";
+         << ", " << (launch.gridStride ? kGridStrideBlocks : 0) << ", a, \""
+         << launch.kernel << "\", error))\n      return false;\n  }\n";
     }
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -256,9 +256,12 @@ bool gpuCopy(const lruc_gpu_ops *ops, void *dst, const void *src,
                    nullptr, error);
 }
 bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
-               int32_t blockPerOutput, int32_t threads, void **args,
-               const char *name, std::string &error) {
-  const int64_t blocks = blockPerOutput ? n : (n + threads - 1) / threads;
+               int32_t blockPerOutput, int32_t threads, int64_t maxBlocks,
+               void **args, const char *name, std::string &error) {
+  // A grid-stride kernel (maxBlocks > 0) takes any grid.
+  int64_t blocks = blockPerOutput ? n : (n + threads - 1) / threads;
+  if (maxBlocks > 0 && blocks > maxBlocks)
+    blocks = maxBlocks;
   return gpuCalled(ops->launch(ops->context, kernel, blocks, int32_t(threads),
                                blockPerOutput, args),
                    "launch", name, error);
