@@ -4,8 +4,8 @@
 // per op of each function of the kernel-level IR (the IR the CPU emitter
 // reads), with every static size a constant and the batch `B` an argument.
 // lru.fused groups become one kernel each through the element code the CPU
-// emitter uses (EmitSupport.h), a thread per element, or for a group with a
-// scan a block per (chunk of a sequence's steps, 32 channels) walking time
+// emitter uses (EmitSupport.h), a grid-stride loop over the elements, or
+// for a group with a scan a block per (chunk of a sequence's steps, 32 channels) walking time
 // in tiles, the chunks of a sequence chained (see writeTiledScan); the
 // structural ops get kernels of their own. Matmuls
 // have none: they are cuBLAS calls of the host schedule. The source starts
@@ -509,8 +509,9 @@ private:
     return success();
   }
 
-  /// An lru.multi_tensor as one kernel: a thread per element of all its
-  /// groups, each group's elements a range of the flat index.
+  /// An lru.multi_tensor as one kernel: a grid-stride loop over the
+  /// elements of all its groups, each group's elements a range of the flat
+  /// index.
   LogicalResult emitMultiTensor(lru::MultiTensorOp op) {
     Block &body = op.getBody().front();
     llvm::DenseMap<Value, std::string> outputOf;
