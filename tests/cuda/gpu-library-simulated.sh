@@ -18,7 +18,7 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -o "$work/pathfinder.so"
 "$bin/lruc" "$src/models/retrieval.lru" "${small[@]}" -o "$work/retrieval.so"
 "$bin/lruc" "$src/examples/tagging.lru" "${small[@]}" -o "$work/tagging.so"
-# Longer sequences (40 steps: whole runs of 16 steps a thread, unrolled,
+# Longer sequences (40 steps: whole runs of a thread's steps, unrolled,
 # and a partial one) with other scan block sizes (--cuda-scan-warps):
 # ListOps' causal scan at 32 warps, Pathfinder's bidirectional one at 4.
 "$bin/lruc" "$src/models/listops.lru" "${small[@]}" -D L=40 \

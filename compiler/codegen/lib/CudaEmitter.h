@@ -30,8 +30,14 @@ constexpr int kCudaBlockThreads = 256;
 constexpr int64_t kGridStrideBlocks = 2048;
 /// Steps each thread of a scan kernel takes per tile (the block's warps
 /// take consecutive runs of this many steps; see writeTiledScan), or fewer
-/// where more warps than 256 / 16 share a chained scan's chunk.
+/// where more warps than 256 / 16 share a chained scan's chunk or the
+/// tile's inputs would pass kScanInputCacheBytes.
 constexpr int kScanStepsPerThread = 16;
+/// Shared memory a scan kernel's block keeps its tile's inputs in between
+/// its two passes over the tile (fewer steps a thread where a block's
+/// threads would need more), within the static limit of a block.
+constexpr int64_t kScanInputCacheBytes = 32 * 1024;
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 /// The functions with CUDA kernels, in the order of the source.
 constexpr const char *kCudaFunctions[] = {"forward", "forward_train",

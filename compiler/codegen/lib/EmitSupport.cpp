@@ -217,7 +217,9 @@ LogicalResult FusedBody::writeElement(
     llvm::raw_ostream &k, llvm::function_ref<std::string(StringRef)> stateOf,
     llvm::function_ref<std::string(unsigned, StringRef)> sumOf,
     ArrayRef<std::string> outputs,
-    llvm::function_ref<std::string(StringRef)> productOf) {
+    llvm::function_ref<std::string(StringRef)> productOf,
+    llvm::function_ref<std::string(llvm::raw_ostream &, StringRef)>
+        scanInputOf) {
   Block &body = op.getBody().front();
   auto shape = op.getLoopType().getShape();
   lru::ScanOp scan = layout.scan;
@@ -300,6 +302,8 @@ LogicalResult FusedBody::writeElement(
                           : arrays.lookup(lambda) + "[j]";
       std::string name = "t" + std::to_string(counter++);
       std::string b = scalars.lookup(scan.getB());
+      if (scanInputOf)
+        b = scanInputOf(k, b);
       if (isComplex(scan.getType())) {
         // x = lambda * x + b on the parts.
         std::string lv = name + "l", bv = name + "b", re = name + "re",

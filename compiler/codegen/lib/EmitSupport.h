@@ -145,12 +145,19 @@ public:
   /// steps multiplies the running product of λ, named by `productOf(part)`
   /// like the state, so that a chunk's end state is known as a function of
   /// its start state (state · product + end state from zero).
+  /// With `scanInputOf` (a scan group only), the scan's input b at this
+  /// step is what it returns, given the C++ name of b as the group computes
+  /// it (written before; the caller may write statements to `k`): a pass
+  /// over a tile can keep b where it was computed for the next pass to
+  /// read instead of computing it again.
   mlir::LogicalResult writeElement(
       llvm::raw_ostream &k,
       llvm::function_ref<std::string(llvm::StringRef)> stateOf,
       llvm::function_ref<std::string(unsigned, llvm::StringRef)> sumOf,
       llvm::ArrayRef<std::string> outputs,
-      llvm::function_ref<std::string(llvm::StringRef)> productOf = nullptr);
+      llvm::function_ref<std::string(llvm::StringRef)> productOf = nullptr,
+      llvm::function_ref<std::string(llvm::raw_ostream &, llvm::StringRef)>
+          scanInputOf = nullptr);
 
 private:
   ::lru::FusedOp op;
