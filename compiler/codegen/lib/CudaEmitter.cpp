@@ -342,13 +342,15 @@ private:
     const bool chained = chunks > 1;
     const int64_t chunkSteps = op.getReductionChunkRows();
     // Pass 1 keeps each step's scan input in shared memory for pass 2
-    // (tileInput): at most kScanInputCacheBytes, beside tileEnd within a
-    // block's 48 KB of static shared memory.
-    const int64_t tileEndBytes = int64_t(warps) * 32 * 2 * parts.size() * 4;
+    // (tileInput, a step's row the block's threads' floats): at most
+    // kScanInputCacheBytes, beside tileEnd (two such rows) and the rest
+    // within a block's static shared memory.
+    const int64_t rowBytes =
+        int64_t(warps) * 32 * int64_t(parts.size()) * int64_t(sizeof(float));
     const int64_t cacheBytes = std::min<int64_t>(
-        kScanInputCacheBytes, kStaticSharedBytes - tileEndBytes - 4096);
-    const int64_t cachedSteps = std::max<int64_t>(
-        1, cacheBytes / (int64_t(warps) * 32 * parts.size() * 4));
+        kScanInputCacheBytes,
+        kStaticSharedBytes - 2 * rowBytes - kScanOtherSharedBytes);
+    const int64_t cachedSteps = std::max<int64_t>(1, cacheBytes / rowBytes);
     const int64_t stepsPerThread = std::min(
         cachedSteps, chained ? std::clamp<int64_t>(
                                    (chunkSteps + warps - 1) / warps, 1,
@@ -404,8 +406,7 @@ private:
     for (StringRef part : parts)
       os << "  __shared__ float tileInput" << part
          << "[kStepsPerThread][kWarps * 32];\n";
-    os
-       << sumDeclarations
+    os << sumDeclarations
        << "  for (int64_t k0 = chunkStart; k0 < chunkEnd"
        << "; k0 += kWarps * kStepsPerThread) {\n"
        << "    const int64_t k1 = k0 + warp * kStepsPerThread;\n"

@@ -38,6 +38,9 @@ constexpr int kScanStepsPerThread = 16;
 /// threads would need more), within the static limit of a block.
 constexpr int64_t kScanInputCacheBytes = 32 * 1024;
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// What else a scan kernel declares in shared memory, at most (the warps'
+/// sums 4 KB, the chunk's carry 256 bytes, the ticket).
+constexpr int64_t kScanOtherSharedBytes = 5 * 1024;
 
 /// The functions with CUDA kernels, in the order of the source.
 constexpr const char *kCudaFunctions[] = {"forward", "forward_train",
