@@ -515,13 +515,15 @@ LogicalResult FusedOp::verify() {
             return use.get() != shift.getX();
           if (isa<SliceOp>(use.getOwner()))
             return true;
+          if (auto dropout = dyn_cast<DropoutMaskOp>(use.getOwner()))
+            return use.get() == dropout.getKey();
           auto broadcast = dyn_cast<BroadcastOp>(use.getOwner());
           return broadcast && use.getOperandNumber() == 0;
         });
     if (!broadcastOnly && !sameShape(input.getType()))
       return emitOpError("expects inputs and results of one shape (but for "
                          "inputs that only lru.broadcast or lru.slice "
-                         "reads)");
+                         "reads, or dropout keys)");
   }
   // At most one scan: the loop runs along its time dim; what it reads
   // besides b comes from outside the group.
@@ -591,6 +593,19 @@ LogicalResult FusedOp::verify() {
         return op.emitOpError("in an lru.fused group slices one of the "
                               "group's inputs along its last dim, to the "
                               "group's shape");
+      continue;
+    }
+    if (auto dropout = dyn_cast<DropoutMaskOp>(op)) {
+      // Decided by the element's flat index in the loop (a backend draws a
+      // row's decisions together): of the loop's shape with a static last
+      // dim, never along a scan's time loop.
+      auto x = tensorType(dropout.getX());
+      if (scans || !isa<BlockArgument>(dropout.getKey()) || !sameShape(x) ||
+          x.getRank() < 2 || x.isDynamicDim(x.getRank() - 1))
+        return op.emitOpError("in an lru.fused group needs the group's "
+                              "shape, of rank >= 2 with a static last dim, "
+                              "its key from the group's inputs, and no scan "
+                              "in the group");
       continue;
     }
     auto constant = dyn_cast<arith::ConstantOp>(op);

@@ -1270,6 +1270,28 @@ TEST(CpuThreads, DropoutMaskDoesNotDependOnTheThreadCount) {
         << "position " << i;
 }
 
+// A fused loop's row of keep decisions: any start (inside a Philox block
+// or on one), any length (past several groups of blocks or within one),
+// element by element runtime/core's decision.
+TEST(CpuKernelsDropout, KeepsOfARowAreCoresDecisions) {
+  const int64_t key[2] = {int64_t(1) << 35, 9};
+  const double rate = 0.25;
+  const uint32_t site = 3, threshold = lruc::core::dropoutThreshold(rate);
+  for (int64_t first : {0, 1, 3, 4, 250, 1021})
+    for (int64_t count : {1, 2, 5, 64, 127, 256, 300}) {
+      std::vector<uint32_t> keep(size_t(count) + 1, 7u);
+      lruc::cpu::dropoutKeeps(key, site, threshold, first, count, keep.data());
+      for (int64_t e = 0; e < count; ++e)
+        ASSERT_EQ(keep[size_t(e)],
+                  lruc::core::dropoutKeep(uint64_t(key[0]), uint32_t(key[1]),
+                                          site, uint64_t(first + e), rate)
+                      ? 1u
+                      : 0u)
+            << "first " << first << ", element " << e;
+      EXPECT_EQ(keep[size_t(count)], 7u) << "wrote past the row";
+    }
+}
+
 /// The values step mode keeps from one call to the next follow the exact
 /// bits of the parameter ranges they were computed from, and only those.
 TEST(StepConstantsLease, IsCurrentOnlyForTheBitsItWasComputedFrom) {

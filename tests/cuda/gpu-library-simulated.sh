@@ -18,6 +18,12 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -o "$work/pathfinder.so"
 "$bin/lruc" "$src/models/retrieval.lru" "${small[@]}" -o "$work/retrieval.so"
 "$bin/lruc" "$src/examples/tagging.lru" "${small[@]}" -o "$work/tagging.so"
+# Dropout in fused kernels, 32 channels: the GLU's gradient sums its rows
+# with the dropout's decisions drawn for 4 rows of a warp's 32 columns at
+# once (13 steps: a partial last tile of rows, and of 128 neighbours in
+# the kernels without sums).
+"$bin/lruc" "$src/models/listops.lru" "${small[@]}" -D L=13 -D H=32 \
+  -D DROPOUT=0.3 -o "$work/listops_h32.so"
 # Longer sequences (40 steps: whole runs of a thread's steps, unrolled,
 # and a partial one) with other scan block sizes (--cuda-scan-warps):
 # ListOps' causal scan at 32 warps, Pathfinder's bidirectional one at 4.
@@ -38,7 +44,7 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 # The generalised LRU's real scans with a decay per step, chained too.
 "$bin/lruc" "$src/examples/generalized.lru" --portable -D L=300 -D H=8 \
   -D N=6 -o "$work/generalized_long.so"
-libraries=("$work"/{tiny,listops,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long}.so)
+libraries=("$work"/{tiny,listops,listops_h32,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done

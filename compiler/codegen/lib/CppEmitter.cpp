@@ -18,6 +18,7 @@
 #include "lruc/Autodiff.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
+#include "lruc/core/Random.h"
 #include "lruc_model.h" // LRUC_ABI_VERSION, written into the manifest
 
 #include "lru/LRUOps.h"
@@ -679,19 +680,23 @@ private:
       k << "  for (int64_t c = begin; c < end; ++c) {\n";
       layout.writeChunkRows(k, "c", "   ");
       k << sumDeclarations
-        << "  for (int64_t o = first; o < stop; ++o) {\n"
-        << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+        << "  for (int64_t o = first; o < stop; ++o) {\n";
+      writeRowKeeps(k, element);
+      k << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else if (layout.nested) {
-      k << "  for (int64_t o = begin; o < end; ++o) {\n"
-        << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+      k << "  for (int64_t o = begin; o < end; ++o) {\n";
+      writeRowKeeps(k, element);
+      k << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else {
       k << "  for (int64_t i = begin; i < end; ++i) {\n";
     }
     if (failed(element.writeElement(
             k, [&](StringRef part) { return state + part.str() + "[j]"; },
-            sumOf, outputs)))
+            sumOf, outputs, nullptr, nullptr, [&](lru::DropoutMaskOp d) {
+              return element.keepName(d) + "[j] != 0u";
+            })))
       return failure();
     // A chunk's partial sums go to its row: a scan's chunk is a run of
     // steps of sequence s (channels j0..j1 of it), another group's is c.
@@ -717,6 +722,23 @@ private:
                             : "  }\n}\n\n");
     }
     return call;
+  }
+
+  /// Each dropout's decisions for row `o` of a group (FuseElementwise fuses
+  /// a dropout only where the loop has rows), drawn a row at a time: a
+  /// Philox block decides four neighbours, and drawn together they are
+  /// vectors (lruc::cpu::dropoutKeeps).
+  void writeRowKeeps(llvm::raw_ostream &k, const emit::FusedBody &element) {
+    const emit::FusedLayout &layout = element.getLayout();
+    for (lru::DropoutMaskOp dropout : element.dropouts()) {
+      std::string keep = element.keepName(dropout);
+      k << "   uint32_t " << keep << "[" << layout.last << "];\n"
+        << "   lruc::cpu::dropoutKeeps(" << element.arrayOf(dropout.getKey())
+        << ", " << dropout.getSite() << "u, "
+        << core::dropoutThreshold(dropout.getRate().convertToDouble())
+        << "u, o * " << layout.last << ", " << layout.last << ", " << keep
+        << ");\n";
+    }
   }
 
   /// `if (!call) return false;` for kernels that can fail.

@@ -214,8 +214,49 @@ private:
     auto sumOf = [](unsigned n, StringRef part) {
       return "sum" + std::to_string(n) + part.str();
     };
+    // A group with dropouts draws each dropout's decisions a Philox block
+    // (four neighbours) a lane: over a warp's tile of 4 x 32 elements, then
+    // hands each lane its own (lruc::gpu::dropoutKeepAt); the tile is 128
+    // neighbours, or without sums 4 rows of the warp's 32 columns
+    // (whole warps of a row: its width a multiple of 32). Otherwise each
+    // element draws its own block.
+    SmallVector<lru::DropoutMaskOp> dropouts = element.dropouts();
+    const bool dropoutTiles =
+        !dropouts.empty() &&
+        (!layout.sums || op.getLoopType().getShape().back() % 32 == 0);
+    auto writeKeeps = [&](StringRef block) {
+      for (lru::DropoutMaskOp dropout : dropouts)
+        os << "    const uint32_t " << element.keepName(dropout)
+           << "bits = lruc::gpu::dropoutBits(" << element.arrayOf(dropout.getKey())
+           << ", " << dropout.getSite() << "u, " << block << ", "
+           << core::dropoutThreshold(dropout.getRate().convertToDouble())
+           << "u);\n";
+    };
+    // Every lane shuffles, before any leaves the tile's row r.
+    auto writeTileKeeps = [&] {
+      for (lru::DropoutMaskOp dropout : dropouts) {
+        std::string keep = element.keepName(dropout);
+        os << "    const bool " << keep << " = lruc::gpu::dropoutKeepAt("
+           << keep << "bits, r);\n";
+      }
+    };
+    auto keepOf = [&](lru::DropoutMaskOp dropout) {
+      if (dropoutTiles)
+        return element.keepName(dropout);
+      return "lruc::gpu::dropoutKeep(" + element.arrayOf(dropout.getKey()) +
+             ", " + std::to_string(dropout.getSite()) + "u, uint64_t(i), " +
+             std::to_string(core::dropoutThreshold(
+                 dropout.getRate().convertToDouble())) +
+             "u)";
+    };
+    // Without sums a thread takes 4 elements' turn of the grid-stride loop.
+    const std::string count = threads;
+    if (dropoutTiles && !layout.sums)
+      threads = "(" + count + " + 3) / 4";
     begin(op, scan ? "_scan" : "", threads, inputs, results,
           /*blockPerOutput=*/false, blockThreads);
+    if (dropoutTiles)
+      current->back().synchronises = true; // the lanes' shuffles
     element.writeConstants(os);
     if (scan) {
       current->back().synchronises = true;
@@ -237,9 +278,32 @@ private:
          << "  const int64_t c = u / " << layout.last << ", j = u % "
          << layout.last << ";\n";
       layout.writeChunkRows(os, "c", "  ");
-      os << sumDeclarations
-         << "  for (int64_t o = first; o < stop; ++o) {\n"
-         << "    const int64_t i = o * " << layout.last << " + j;\n";
+      os << sumDeclarations;
+      if (dropoutTiles) {
+        os << "  const int lane = threadIdx.x % 32;\n"
+           << "  for (int64_t o4 = first; o4 < stop; o4 += 4) {\n";
+        writeKeeps("uint64_t(((o4 + lane / 8) * " + layout.last +
+                   " + j - lane) / 4 + lane % 8)");
+        os << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r) {\n";
+        writeTileKeeps();
+        os << "    const int64_t o = o4 + r;\n"
+           << "    if (o >= stop)\n      break;\n";
+      } else {
+        os << "  for (int64_t o = first; o < stop; ++o) {\n";
+      }
+      os << "    const int64_t i = o * " << layout.last << " + j;\n";
+    } else if (dropoutTiles) {
+      current->back().gridStride = true;
+      os << "  const int lane = threadIdx.x % 32;\n"
+         << "  for (int64_t w = (lruc::gpu::firstIndex() - lane) * 4; w < "
+         << count << "; w += lruc::gpu::gridStride() * 4) {\n";
+      writeKeeps("uint64_t(w / 4 + lane)");
+      os << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r) {\n";
+      writeTileKeeps();
+      os << "    const int64_t i = w + 32 * r + lane;\n"
+         << "    if (i >= " << count << ")\n      continue;\n"
+         << "    const int64_t o = i / " << layout.last << ", j = i % "
+         << layout.last << ";\n    (void)o; (void)j;\n";
     } else {
       gridLoop(threads);
       if (layout.nested)
@@ -247,9 +311,10 @@ private:
            << layout.last << ";\n    (void)o; (void)j;\n";
     }
     if (!scan) {
-      if (failed(element.writeElement(os, stateNamed, sumOf, outputs)))
+      if (failed(element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
+                                      nullptr, keepOf)))
         return failure();
-      os << "  }\n";
+      os << (dropoutTiles ? "  }\n  }\n" : "  }\n");
       if (!layout.sums) {
         os << "}\n\n";
         return success();

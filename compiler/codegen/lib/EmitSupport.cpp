@@ -201,6 +201,17 @@ void FusedBody::bindInput(BlockArgument arg, const std::string &array) {
   arrays[arg] = array;
 }
 
+SmallVector<lru::DropoutMaskOp> FusedBody::dropouts() const {
+  lru::FusedOp group = op; // MLIR's accessors are not const
+  return llvm::to_vector(
+      group.getBody().front().getOps<lru::DropoutMaskOp>());
+}
+
+std::string FusedBody::keepName(lru::DropoutMaskOp dropout) const {
+  SmallVector<lru::DropoutMaskOp> all = dropouts();
+  return "keep" + std::to_string(llvm::find(all, dropout) - all.begin());
+}
+
 void FusedBody::writeConstants(llvm::raw_ostream &k) {
   for (Operation &inner : op.getBody().front().without_terminator()) {
     auto constant = dyn_cast<arith::ConstantOp>(inner);
@@ -219,7 +230,8 @@ LogicalResult FusedBody::writeElement(
     ArrayRef<std::string> outputs,
     llvm::function_ref<std::string(StringRef)> productOf,
     llvm::function_ref<std::string(llvm::raw_ostream &, StringRef)>
-        scanInputOf) {
+        scanInputOf,
+    llvm::function_ref<std::string(lru::DropoutMaskOp)> keepOf) {
   Block &body = op.getBody().front();
   auto shape = op.getLoopType().getShape();
   lru::ScanOp scan = layout.scan;
@@ -338,6 +350,19 @@ LogicalResult FusedBody::writeElement(
             << productOf("") << " : " << productOf("") << ";\n";
       }
       scalars[scan.getResult()] = name;
+      continue;
+    }
+    if (auto dropout = dyn_cast<lru::DropoutMaskOp>(inner)) {
+      // The dropout kernel's formula (x / (1 - rate) in double), so that a
+      // kept value is the interpreter's rounded to float.
+      if (!keepOf)
+        return inner.emitOpError("has no keep decision in this loop");
+      std::string name = "t" + std::to_string(counter++);
+      k << "    const float " << name << " = " << keepOf(dropout)
+        << " ? float(double(" << scalars.lookup(dropout.getX()) << ") / "
+        << llvm::format("%.17g", 1 - dropout.getRate().convertToDouble())
+        << ") : 0.0f;\n";
+      scalars[dropout.getResult()] = name;
       continue;
     }
     std::optional<std::string> expr = scalarTemplate(&inner, math);

@@ -137,6 +137,10 @@ public:
   /// The array bound to the group's input `arg` (scan init, lengths).
   std::string arrayOf(mlir::Value arg) const { return arrays.lookup(arg); }
   const FusedLayout &getLayout() const { return layout; }
+  /// The group's dropouts, in body order, and the name of the caller's
+  /// keep decisions of each (unique in the group's loop).
+  llvm::SmallVector<::lru::DropoutMaskOp> dropouts() const;
+  std::string keepName(::lru::DropoutMaskOp dropout) const;
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);
   /// One element; `outputs` are the arrays of the group's results.
@@ -150,6 +154,9 @@ public:
   /// it (written before; the caller may write statements to `k`): a pass
   /// over a tile can keep b where it was computed for the next pass to
   /// read instead of computing it again.
+  /// `keepOf` (a group with dropouts) names, as a C++ bool, whether the
+  /// dropout keeps the element: the caller draws the decisions (Philox, a
+  /// block per four neighbours) for a row or a warp's elements at once.
   mlir::LogicalResult writeElement(
       llvm::raw_ostream &k,
       llvm::function_ref<std::string(llvm::StringRef)> stateOf,
@@ -157,7 +164,8 @@ public:
       llvm::ArrayRef<std::string> outputs,
       llvm::function_ref<std::string(llvm::StringRef)> productOf = nullptr,
       llvm::function_ref<std::string(llvm::raw_ostream &, llvm::StringRef)>
-          scanInputOf = nullptr);
+          scanInputOf = nullptr,
+      llvm::function_ref<std::string(::lru::DropoutMaskOp)> keepOf = nullptr);
 
 private:
   ::lru::FusedOp op;

@@ -11,7 +11,8 @@
 // scan joins like an elementwise op, one scan a group. A sum over every dim
 // but the last joins the group of the value it sums (BatchNorm's
 // statistics, a bias's gradient), and nothing joins the group a value reads
-// one of its sums from.
+// one of its sums from. A dropout (with a static last dim) joins like an
+// elementwise op, but never a group with a scan.
 //
 // Before grouping, a negation that a matmul reads moves to the matmul's
 // product (where elementwise ops read it), so that no negated copy of an
@@ -70,11 +71,23 @@ bool isFusibleSlice(Operation *op) {
          slice.getSizeAttr().getInt() < x.getDimSize(last);
 }
 
+/// Dropout of a value with a static last dim: a loop computes its keep
+/// decisions a row at a time (a Philox block decides four neighbours), so
+/// the dropped value is never stored apart from what it is computed from.
+/// Never in a group with a scan, whose loop runs along time.
+bool isFusibleDropout(Operation *op) {
+  auto dropout = dyn_cast<lru::DropoutMaskOp>(op);
+  if (!dropout)
+    return false;
+  auto x = cast<RankedTensorType>(dropout.getX().getType());
+  return x.getRank() >= 2 && !x.isDynamicDim(x.getRank() - 1);
+}
+
 /// What a loop computes at each element (lruc::group::isPerElement), a
-/// fusible scan or a slice of its last dim.
+/// fusible scan, a slice of its last dim or a dropout.
 bool isFusible(Operation *op) {
   return lruc::group::isPerElement(op) || isFusibleScan(op) ||
-         isFusibleSlice(op);
+         isFusibleSlice(op) || isFusibleDropout(op);
 }
 
 /// A sum over every dim but a static last one (lru::FusedOp): it joins the
@@ -151,6 +164,11 @@ void buildGroup(ArrayRef<Operation *> group, Operation *anchor) {
       constant->erase();
 }
 
+/// Whether `members` holds an op of type T.
+template <typename T> bool holdsOp(ArrayRef<Operation *> members) {
+  return llvm::any_of(members, [](Operation *m) { return isa<T>(m); });
+}
+
 struct Group {
   SmallVector<Operation *> members; ///< in op order
   Operation *anchor;                ///< where the group is built
@@ -217,6 +235,9 @@ std::vector<Group> formGroups(Block &block) {
           shapeOf(closed[it->second].members.front()) != shapeOf(&op))
         continue;
       size_t group = it->second;
+      if (isa<lru::DropoutMaskOp>(op) &&
+          holdsOp<lru::ScanOp>(closed[group].members))
+        continue;
       if (llvm::all_of(op.getOperands(),
                        [&](Value v) { return availableAt(v, group); }))
         return group;
@@ -264,20 +285,28 @@ std::vector<Group> formGroups(Block &block) {
     // One scan a group: a second one starts a group of its own, and so
     // does an input copied for it (copySharedComplexInputs). Its init and
     // lengths (and a constant lambda) come from outside the group.
+    // A scan and a dropout are never in one group either.
     auto holdsScan = [&](ArrayRef<int64_t> shape) {
       auto it = open.find(shape);
-      return it != open.end() &&
-             llvm::any_of(it->second,
-                          [](Operation *m) { return isa<lru::ScanOp>(m); });
+      return it != open.end() && holdsOp<lru::ScanOp>(it->second);
+    };
+    auto holdsDropout = [&](ArrayRef<int64_t> shape) {
+      auto it = open.find(shape);
+      return it != open.end() && holdsOp<lru::DropoutMaskOp>(it->second);
     };
     if (auto scan = dyn_cast<lru::ScanOp>(&op); scan && fusible) {
-      if (holdsScan(shapeOf(&op)) || openValues.count(scan.getInit()) ||
+      if (holdsScan(shapeOf(&op)) ||
+          holdsDropout(shapeOf(&op)) ||
+          openValues.count(scan.getInit()) ||
           openValues.count(scan.getLengths()))
+        close(shapeOf(&op));
+    } else if (isa<lru::DropoutMaskOp>(op) && fusible) {
+      if (holdsScan(shapeOf(&op)))
         close(shapeOf(&op));
     } else if (isa<lru::ComplexOp>(op) && op.hasOneUse() &&
                isa<lru::ScanOp>(*op.getUsers().begin()) &&
                isFusible(*op.getUsers().begin()) &&
-               holdsScan(shapeOf(&op))) {
+               (holdsScan(shapeOf(&op)) || holdsDropout(shapeOf(&op)))) {
       close(shapeOf(&op));
     }
     if (fusible) {

@@ -400,6 +400,11 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     part of the group's rows right after computing those rows of the
     matmuls, while they are in cache. It means the same either way.
 
+    A group without a scan may hold `lru.dropout_mask` of a value of its
+    shape (a static last dim): its key is an input, and a backend draws the
+    decisions of a row (or a warp's neighbours) together, a Philox block
+    per four elements, so the dropped value is never stored on its own.
+
     ```mlir
     %y = lru.fused (%a, %b) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
     ^bb0(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>):
@@ -409,8 +414,9 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     }
     ```
   }];
-  // i32 inputs: a scan's lengths.
-  let arguments = (ins Variadic<AnyTypeOf<[LRU_AnyTensor, LRU_I32Tensor]>>:$inputs);
+  // i32 inputs: a scan's lengths; i64: a dropout's key.
+  let arguments = (ins Variadic<AnyTypeOf<[LRU_AnyTensor, LRU_I32Tensor,
+                                           LRU_I64Tensor]>>:$inputs);
   let results = (outs Variadic<LRU_AnyTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

@@ -1114,6 +1114,26 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
       });
 }
 
+void dropoutKeeps(const int64_t key[2], uint32_t site, uint32_t threshold,
+                  int64_t first, int64_t count, uint32_t *keep) {
+  uint64_t seed = uint64_t(key[0]);
+  core::PhiloxKey philoxKey = {uint32_t(seed), uint32_t(seed >> 32)};
+  uint32_t step = uint32_t(key[1]);
+  const int64_t stop = first + count;
+  // Whole groups of kPhiloxLanes blocks from the one holding `first`; the
+  // elements outside [first, stop) of the first and last are not kept.
+  for (int64_t block = first / 4; block * 4 < stop; block += kPhiloxLanes) {
+    uint32_t words[4][kPhiloxLanes];
+    philoxLanes(uint64_t(block), site, step, philoxKey, words);
+    for (int64_t l = 0; l < kPhiloxLanes; ++l)
+      for (int64_t j = 0; j < 4; ++j) {
+        int64_t i = (block + l) * 4 + j;
+        if (i >= first && i < stop)
+          keep[i - first] = (words[j][l] >> 8) >= threshold ? 1u : 0u;
+      }
+  }
+}
+
 namespace {
 
 /// Workspaces not lent out, freed when the library unloads.

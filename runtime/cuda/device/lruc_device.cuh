@@ -61,6 +61,15 @@ inline float __shfl_down_sync(unsigned, float value, int offset) {
   return lane + unsigned(offset) < 32 ? exchange[row][threadIdx.x + offset]
                                       : value;
 }
+/// Lane `source`'s `value`, exchanged as in __shfl_down_sync.
+inline unsigned __shfl_sync(unsigned, unsigned value, int source) {
+  static unsigned exchange[2][1024];
+  static unsigned round[1024];
+  const unsigned row = round[threadIdx.x]++ % 2;
+  exchange[row][threadIdx.x] = value;
+  lruc_sim_wait(int(threadIdx.x / 32));
+  return exchange[row][threadIdx.x / 32 * 32 + unsigned(source) % 32];
+}
 inline float atomicAdd(float *address, float value) {
   float old = *address;
   *address = old + value;
@@ -369,6 +378,33 @@ __device__ inline void dropoutWords(uint64_t seed, uint32_t step,
   words[2] = site;
   words[3] = step;
   lruc::core::philoxRounds(words, uint32_t(seed), uint32_t(seed >> 32));
+}
+
+/// Dropout's decisions for the four elements of Philox block `block` as
+/// bits (bit w: element 4 block + w kept), the key being {seed, step}.
+__device__ inline uint32_t dropoutBits(const int64_t *key, uint32_t site,
+                                       uint64_t block, uint32_t threshold) {
+  uint32_t words[4];
+  dropoutWords(uint64_t(key[0]), uint32_t(key[1]), site, block, words);
+  uint32_t bits = 0;
+  for (int w = 0; w < 4; ++w)
+    bits |= uint32_t((words[w] >> 8) >= threshold) << w;
+  return bits;
+}
+
+/// Whether dropout keeps element `index`, drawn alone.
+__device__ inline bool dropoutKeep(const int64_t *key, uint32_t site,
+                                   uint64_t index, uint32_t threshold) {
+  return (dropoutBits(key, site, index / 4, threshold) >> (index % 4)) & 1u;
+}
+
+/// In a warp's tile of 4 rows of 32 neighbours whose 32 Philox blocks lane
+/// l drew as `bits` (row l / 8, block l % 8 of it): whether the lane's
+/// element of row r is kept. Every lane of the warp must call it.
+__device__ inline bool dropoutKeepAt(uint32_t bits, int r) {
+  const int lane = int(threadIdx.x % 32);
+  return (__shfl_sync(0xffffffffu, bits, 8 * r + lane / 4) >> (lane % 4)) &
+         1u;
 }
 
 } // namespace gpu

@@ -239,3 +239,32 @@ func.func @epilogue_of_static_shape(%a: tensor<3x4xf32>, %w: tensor<4x4xf32>) ->
   }
   return %r : tensor<3x4xf32>
 }
+
+// -----
+
+// A dropout is decided by the element's flat index: never in a scan's
+// group, whose loop runs along time.
+func.func @dropout_with_scan(%l: tensor<4xf32>, %b: tensor<2x3x4xf32>, %key: tensor<2xi64>) -> tensor<2x3x4xf32> {
+  %r = lru.fused(%l, %b, %key) : (tensor<4xf32>, tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<2x3x4xf32> {
+  ^bb0(%lambda: tensor<4xf32>, %x: tensor<2x3x4xf32>, %k: tensor<2xi64>):
+    %s = lru.scan %lambda, %x : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+    // expected-error @+1 {{in an lru.fused group needs the group's shape, of rank >= 2 with a static last dim, its key from the group's inputs, and no scan in the group}}
+    %d = lru.dropout_mask %s, %k rate 0.5 site 0 : tensor<2x3x4xf32>, tensor<2xi64>
+    lru.yield %d : tensor<2x3x4xf32>
+  }
+  return %r : tensor<2x3x4xf32>
+}
+
+// -----
+
+// ... nor of a loop without rows.
+func.func @dropout_of_a_vector(%a: tensor<?xf32>, %key: tensor<2xi64>) -> tensor<?xf32> {
+  %r = lru.fused(%a, %key) : (tensor<?xf32>, tensor<2xi64>) -> tensor<?xf32> {
+  ^bb0(%x: tensor<?xf32>, %k: tensor<2xi64>):
+    %e = lru.exp %x : tensor<?xf32>
+    // expected-error @+1 {{in an lru.fused group needs the group's shape, of rank >= 2}}
+    %d = lru.dropout_mask %e, %k rate 0.5 site 0 : tensor<?xf32>, tensor<2xi64>
+    lru.yield %d : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}

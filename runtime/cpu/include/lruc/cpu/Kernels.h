@@ -289,6 +289,12 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
 /// interpreter's.
 void dropoutMask(const float *x, int64_t count, const int64_t key[2],
                  double rate, uint32_t site, float *y);
+/// keep[e] = 1 if dropout keeps element first + e of the tensor at `site`
+/// (the decision dropoutMask makes; `threshold` is core's
+/// dropoutThreshold(rate)), else 0, for e < count: a fused loop's row of
+/// decisions, drawn before its elements are computed.
+void dropoutKeeps(const int64_t key[2], uint32_t site, uint32_t threshold,
+                  int64_t first, int64_t count, uint32_t *keep);
 
 // --- Threads -----------------------------------------------------------------
 //
