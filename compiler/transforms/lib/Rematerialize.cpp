@@ -12,7 +12,9 @@
 // and the result is not stored. A result that no group reads any more
 // leaves its group.
 // Likewise a lone lru.shift read by scan groups over the same sequences
-// becomes a read of the shifted input a step away inside them.
+// becomes a read of the shifted input a step away inside them. Last, a
+// broadcast takes its result's shape from an input its group loads
+// rather than from one the group would read for nothing else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +39,11 @@ using namespace mlir;
 
 namespace {
 
-/// The most ops a reading group computes again for one value: the chains
-/// above are 1-4 ops; a longer one is rather a computation worth storing.
+/// The most ops a reading group computes again for one value, splat
+/// constants aside (they cost nothing): the chains above are 1-6 ops (the
+/// sigmoid's s(1 - s) from its pre-activation and bias: broadcast, add,
+/// sigmoid, broadcast of 1, sub, mul); a longer one is rather a
+/// computation worth storing.
 constexpr size_t kMaxSliceOps = 6;
 
 /// An op a group may compute again anywhere its inputs are: what a loop
@@ -81,6 +86,7 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
   Slice slice;
   SmallVector<Value> work{v};
   llvm::SmallPtrSet<Operation *, 8> seen;
+  size_t computed = 0; // ops in `seen` that are not splat constants
   while (!work.empty()) {
     Value next = work.pop_back_val();
     if (auto argument = dyn_cast<BlockArgument>(next)) {
@@ -94,7 +100,9 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
     Operation *op = next.getDefiningOp();
     if (!seen.insert(op).second)
       continue;
-    if (!isRecomputable(op) || seen.size() > kMaxSliceOps)
+    if (!lruc::group::isSplatConstant(op->getResult(0)))
+      ++computed;
+    if (!isRecomputable(op) || computed > kMaxSliceOps)
       return std::nullopt;
     if (auto broadcast = dyn_cast<lru::BroadcastOp>(op))
       work.push_back(broadcast.getX()); // `like` only gives the shape
@@ -267,6 +275,41 @@ void dropUnreadResults(lru::FusedOp group) {
     rebuilt->erase();
 }
 
+/// Whether `group` reads its input `argument` only for a broadcast's
+/// result shape (its `like`), never a value of it.
+bool readsShapeOnly(BlockArgument argument) {
+  return !argument.use_empty() &&
+         llvm::all_of(argument.getUses(), [](OpOperand &use) {
+           auto broadcast = dyn_cast<lru::BroadcastOp>(use.getOwner());
+           return broadcast && use.get() == broadcast.getLike() &&
+                  use.get() != broadcast.getX();
+         });
+}
+
+/// Makes the broadcasts of `group` that take their shape from an input it
+/// reads for nothing else take it from an input of that shape it loads,
+/// and drops the first: an input read for its shape alone is still an
+/// operand, kept alive by the memory plan and counted in a kernel's bytes.
+void takeShapesFromLoadedInputs(lru::FusedOp group) {
+  Block &body = group.getBody().front();
+  for (unsigned index = body.getNumArguments(); index-- > 0;) {
+    BlockArgument argument = body.getArgument(index);
+    if (!readsShapeOnly(argument))
+      continue;
+    auto shape = cast<ShapedType>(argument.getType()).getShape();
+    auto loaded = llvm::find_if(body.getArguments(), [&](BlockArgument other) {
+      return other != argument && !other.use_empty() &&
+             !readsShapeOnly(other) &&
+             cast<ShapedType>(other.getType()).getShape() == shape;
+    });
+    if (loaded == body.args_end())
+      continue;
+    argument.replaceAllUsesWith(*loaded);
+    body.eraseArgument(index);
+    group->eraseOperand(index);
+  }
+}
+
 /// Moves a lone lru.shift into the scan groups that read it per element
 /// over the same sequences (the backward pass's previous states, for the
 /// gradient of λ): their loop walks time, so the previous step is a read
@@ -318,6 +361,10 @@ struct RematerializePass
       }
       dropUnreadResults(group);
     }
+    getOperation().walk([&](lru::FusedOp group) {
+      if (isa<func::FuncOp>(group->getParentOp()))
+        takeShapesFromLoadedInputs(group);
+    });
     SmallVector<lru::ShiftOp> shifts;
     getOperation().walk([&](lru::ShiftOp shift) {
       if (isa<func::FuncOp>(shift->getParentOp()))

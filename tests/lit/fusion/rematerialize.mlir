@@ -126,6 +126,75 @@ func.func @sigmoid_slope(%x: tensor<?x3xf32>, %g: tensor<?x3xf32>)
 
 // -----
 
+// The GLU's gate: s = sigmoid(z + bias) and s(1 - s) stored by the forward
+// group for the backward one, which reads s alone (z is the matmul's
+// product, stored anyway: the reader loads it instead of s) and then
+// computes s(1 - s) from z too: six ops, the splat constant aside. Neither
+// is stored any more; the forward group keeps only its other result.
+// CHECK-LABEL: func.func @gate_slope
+// CHECK: %[[F:.*]] = lru.fused(%arg1, %arg0, %arg2) : (tensor<4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+// CHECK: %[[B:.*]] = lru.fused(%arg3, %arg1, %arg0)
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<?x5x4xf32>, %[[BIAS:.*]]: tensor<4xf32>, %[[Z:.*]]: tensor<?x5x4xf32>):
+// CHECK: lru.broadcast %[[BIAS]]
+// CHECK: lru.add %[[Z]]
+// CHECK: lru.sigmoid
+// CHECK: lru.sub
+// CHECK: return %[[B]], %[[F]]
+func.func @gate_slope(%z: tensor<?x5x4xf32>, %bias: tensor<4xf32>,
+                      %v: tensor<?x5x4xf32>, %g: tensor<?x5x4xf32>)
+    -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  %p:3 = lru.fused(%bias, %z, %v) : (tensor<4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  ^bb0(%b: tensor<4xf32>, %a: tensor<?x5x4xf32>, %w: tensor<?x5x4xf32>):
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %bb = lru.broadcast %b like %a dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %pre = lru.add %a, %bb : tensor<?x5x4xf32>
+    %s = lru.sigmoid %pre : tensor<?x5x4xf32>
+    %y = lru.mul %w, %s : tensor<?x5x4xf32>
+    %ob = lru.broadcast %one like %s dims [] : (tensor<f32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %c = lru.sub %ob, %s : tensor<?x5x4xf32>
+    %d = lru.mul %s, %c : tensor<?x5x4xf32>
+    lru.yield %y, %s, %d : tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>
+  }
+  %r = lru.fused(%g, %p#1, %p#2) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%h: tensor<?x5x4xf32>, %s: tensor<?x5x4xf32>, %d: tensor<?x5x4xf32>):
+    %e = lru.mul %h, %d : tensor<?x5x4xf32>
+    %f = lru.add %e, %s : tensor<?x5x4xf32>
+    lru.yield %f : tensor<?x5x4xf32>
+  }
+  return %r, %p#0 : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+}
+
+// -----
+
+// A broadcast whose shape comes from an input the group reads for nothing
+// else takes it from an input of that shape the group loads: the first
+// is no longer an operand (alive for nothing, counted in a kernel's
+// bytes). An input of another shape is not a stand-in, and a group with
+// no other input of the shape keeps its own.
+// CHECK-LABEL: func.func @shape_only
+// CHECK: lru.fused(%arg1, %arg2) : (tensor<?x5xf32>, tensor<?x5x4xf32>)
+// CHECK-NEXT: ^bb0(%[[M:.*]]: tensor<?x5xf32>, %[[X:.*]]: tensor<?x5x4xf32>):
+// CHECK-NEXT: lru.broadcast %[[M]] like %[[X]] dims [0, 1]
+// CHECK: lru.fused(%arg1, %arg0) : (tensor<?x5xf32>, tensor<?x5x4xf32>)
+func.func @shape_only(%s: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>, %x: tensor<?x5x4xf32>)
+    -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  %r = lru.fused(%s, %mask, %x) : (tensor<?x5x4xf32>, tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>, %b: tensor<?x5x4xf32>):
+    %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %y = lru.mul %b, %mb : tensor<?x5x4xf32>
+    lru.yield %y : tensor<?x5x4xf32>
+  }
+  %alone = lru.fused(%mask, %s) : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%m: tensor<?x5xf32>, %a: tensor<?x5x4xf32>):
+    %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %e = lru.exp %mb : tensor<?x5x4xf32>
+    lru.yield %e : tensor<?x5x4xf32>
+  }
+  return %r, %alone : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+}
+
+// -----
+
 // Left stored: a value read by an op outside the groups (a matmul), a
 // value that is a scan's (never computed twice), and a value a group
 // reads through a broadcast (a loop of another shape).
