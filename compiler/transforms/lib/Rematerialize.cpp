@@ -117,11 +117,26 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
   return slice;
 }
 
+/// Whether `group` reads its input `argument` only for a broadcast's
+/// result shape (its `like`), never a value of it.
+bool readsShapeOnly(BlockArgument argument) {
+  return !argument.use_empty() &&
+         llvm::all_of(argument.getUses(), [](OpOperand &use) {
+           auto broadcast = dyn_cast<lru::BroadcastOp>(use.getOwner());
+           return broadcast && use.get() == broadcast.getLike() &&
+                  use.get() != broadcast.getX();
+         });
+}
+
 /// Whether a group reads its block argument `argument` only at the element
-/// its loop is at: elementwise ops, sums and the yield use it, not a
-/// broadcast (which would mean a loop of another shape).
+/// its loop is at: elementwise ops, sums and the yield use it, and
+/// broadcasts for their result's shape (`like`), not a broadcast of it
+/// (which would mean a loop of another shape).
 bool readsPerElement(BlockArgument argument) {
-  return llvm::all_of(argument.getUsers(), [](Operation *user) {
+  return llvm::all_of(argument.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (auto broadcast = dyn_cast<lru::BroadcastOp>(user))
+      return use.get() == broadcast.getLike() && use.get() != broadcast.getX();
     return isa<lru::YieldOp, lru::ReduceSumOp>(user) ||
            user->hasTrait<OpTrait::Elementwise>();
   });
@@ -174,7 +189,10 @@ bool computeInReader(lru::FusedOp producer, OpResult result,
   auto loopType = cast<RankedTensorType>(result.getType());
   std::optional<unsigned> readIndex = inputIndex(reader, result);
   Block &readerBody = reader.getBody().front();
-  if (!readIndex || !readsPerElement(readerBody.getArgument(*readIndex)))
+  // An input read only for its shape is rather replaced by a loaded one
+  // (takeShapesFromLoadedInputs) than computed.
+  if (!readIndex || !readsPerElement(readerBody.getArgument(*readIndex)) ||
+      readsShapeOnly(readerBody.getArgument(*readIndex)))
     return false;
   if (swapLoad && !result.hasOneUse())
     return false;
@@ -275,17 +293,6 @@ void dropUnreadResults(lru::FusedOp group) {
     rebuilt->erase();
 }
 
-/// Whether `group` reads its input `argument` only for a broadcast's
-/// result shape (its `like`), never a value of it.
-bool readsShapeOnly(BlockArgument argument) {
-  return !argument.use_empty() &&
-         llvm::all_of(argument.getUses(), [](OpOperand &use) {
-           auto broadcast = dyn_cast<lru::BroadcastOp>(use.getOwner());
-           return broadcast && use.get() == broadcast.getLike() &&
-                  use.get() != broadcast.getX();
-         });
-}
-
 /// Makes the broadcasts of `group` that take their shape from an input it
 /// reads for nothing else take it from an input of that shape it loads,
 /// and drops the first: an input read for its shape alone is still an
@@ -361,10 +368,18 @@ struct RematerializePass
       }
       dropUnreadResults(group);
     }
+    groups.clear();
     getOperation().walk([&](lru::FusedOp group) {
       if (isa<func::FuncOp>(group->getParentOp()))
-        takeShapesFromLoadedInputs(group);
+        groups.push_back(group);
     });
+    for (lru::FusedOp group : groups)
+      takeShapesFromLoadedInputs(group);
+    // A later group computing a value again may have left an earlier
+    // group's result unread after that group was visited: last first, so
+    // that a group dropping an input before its producer is visited.
+    for (lru::FusedOp group : llvm::reverse(groups))
+      dropUnreadResults(group);
     SmallVector<lru::ShiftOp> shifts;
     getOperation().walk([&](lru::ShiftOp shift) {
       if (isa<func::FuncOp>(shift->getParentOp()))

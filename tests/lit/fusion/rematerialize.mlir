@@ -195,6 +195,41 @@ func.func @shape_only(%s: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>, %x: tensor<
 
 // -----
 
+// The skip connection's gradient D g beside g (stored anyway: a matmul
+// reads it), read by one group that also takes broadcasts' shape from it:
+// that group loads g instead and multiplies by D itself (a load for a
+// load), its broadcasts shaped by the value it computes; D g is not stored.
+// CHECK-LABEL: func.func @shape_and_value
+// CHECK: %[[P:.*]] = lru.fused(%arg0, %arg1) : (tensor<?x5x4xf32>, tensor<?x5xf32>) -> tensor<?x5x4xf32>
+// CHECK: lru.matmul nt %[[P]], %arg3
+// CHECK: lru.fused(%arg4, %arg1, %[[P]], %arg2)
+// CHECK-NOT: lru.fused
+// CHECK: return
+func.func @shape_and_value(%x: tensor<?x5x4xf32>, %mask: tensor<?x5xf32>,
+                           %d: tensor<4xf32>, %w: tensor<3x4xf32>,
+                           %z: tensor<?x5x4xf32>)
+    -> (tensor<?x5x3xf32>, tensor<?x5x4xf32>) {
+  %g:2 = lru.fused(%x, %mask, %d) : (tensor<?x5x4xf32>, tensor<?x5xf32>, tensor<4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  ^bb0(%a: tensor<?x5x4xf32>, %m: tensor<?x5xf32>, %p: tensor<4xf32>):
+    %mb = lru.broadcast %m like %a dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %y = lru.mul %a, %mb : tensor<?x5x4xf32>
+    %pb = lru.broadcast %p like %a dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %dy = lru.mul %y, %pb : tensor<?x5x4xf32>
+    lru.yield %y, %dy : tensor<?x5x4xf32>, tensor<?x5x4xf32>
+  }
+  %prod = lru.matmul nt %g#0, %w : (tensor<?x5x4xf32>, tensor<3x4xf32>) -> tensor<?x5x3xf32>
+  %r = lru.fused(%g#1, %z, %mask) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%dy: tensor<?x5x4xf32>, %b: tensor<?x5x4xf32>, %m: tensor<?x5xf32>):
+    %mb = lru.broadcast %m like %dy dims [0, 1] : (tensor<?x5xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %e = lru.add %dy, %b : tensor<?x5x4xf32>
+    %f = lru.mul %e, %mb : tensor<?x5x4xf32>
+    lru.yield %f : tensor<?x5x4xf32>
+  }
+  return %prod, %r : tensor<?x5x3xf32>, tensor<?x5x4xf32>
+}
+
+// -----
+
 // Left stored: a value read by an op outside the groups (a matmul), a
 // value that is a scan's (never computed twice), and a value a group
 // reads through a broadcast (a loop of another shape).
