@@ -18,7 +18,6 @@
 #include "lruc/Autodiff.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
-#include "lruc/core/Random.h"
 #include "lruc_model.h" // LRUC_ABI_VERSION, written into the manifest
 
 #include "lru/LRUOps.h"
@@ -733,11 +732,9 @@ private:
     for (lru::DropoutMaskOp dropout : element.dropouts()) {
       std::string keep = element.keepName(dropout);
       k << "   uint32_t " << keep << "[" << layout.last << "];\n"
-        << "   lruc::cpu::dropoutKeeps(" << element.arrayOf(dropout.getKey())
-        << ", " << dropout.getSite() << "u, "
-        << core::dropoutThreshold(dropout.getRate().convertToDouble())
-        << "u, o * " << layout.last << ", " << layout.last << ", " << keep
-        << ");\n";
+        << "   lruc::cpu::dropoutKeeps(" << element.keyAndSiteOf(dropout)
+        << ", " << emit::FusedBody::thresholdOf(dropout) << ", o * "
+        << layout.last << ", " << layout.last << ", " << keep << ");\n";
     }
   }
 

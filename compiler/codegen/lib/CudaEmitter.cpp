@@ -227,10 +227,9 @@ private:
     auto writeKeeps = [&](StringRef block) {
       for (lru::DropoutMaskOp dropout : dropouts)
         os << "    const uint32_t " << element.keepName(dropout)
-           << "bits = lruc::gpu::dropoutBits(" << element.arrayOf(dropout.getKey())
-           << ", " << dropout.getSite() << "u, " << block << ", "
-           << core::dropoutThreshold(dropout.getRate().convertToDouble())
-           << "u);\n";
+           << "bits = lruc::gpu::dropoutBits(" << element.keyAndSiteOf(dropout)
+           << ", " << block << ", " << FusedBody::thresholdOf(dropout)
+           << ");\n";
     };
     // Every lane shuffles, before any leaves the tile's row r.
     auto writeTileKeeps = [&] {
@@ -243,11 +242,8 @@ private:
     auto keepOf = [&](lru::DropoutMaskOp dropout) {
       if (dropoutTiles)
         return element.keepName(dropout);
-      return "lruc::gpu::dropoutKeep(" + element.arrayOf(dropout.getKey()) +
-             ", " + std::to_string(dropout.getSite()) + "u, uint64_t(i), " +
-             std::to_string(core::dropoutThreshold(
-                 dropout.getRate().convertToDouble())) +
-             "u)";
+      return "lruc::gpu::dropoutKeep(" + element.keyAndSiteOf(dropout) +
+             ", uint64_t(i), " + FusedBody::thresholdOf(dropout) + ")";
     };
     // Without sums a thread takes 4 elements' turn of the grid-stride loop.
     const std::string count = threads;

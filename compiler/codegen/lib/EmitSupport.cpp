@@ -1,6 +1,7 @@
 //===- EmitSupport.cpp - What the C++ and CUDA emitters share -------------===//
 
 #include "EmitSupport.h"
+#include "lruc/core/Random.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -210,6 +211,17 @@ SmallVector<lru::DropoutMaskOp> FusedBody::dropouts() const {
 std::string FusedBody::keepName(lru::DropoutMaskOp dropout) const {
   SmallVector<lru::DropoutMaskOp> all = dropouts();
   return "keep" + std::to_string(llvm::find(all, dropout) - all.begin());
+}
+
+std::string FusedBody::keyAndSiteOf(lru::DropoutMaskOp dropout) const {
+  return arrayOf(dropout.getKey()) + ", " + std::to_string(dropout.getSite()) +
+         "u";
+}
+
+std::string FusedBody::thresholdOf(lru::DropoutMaskOp dropout) {
+  return std::to_string(
+             core::dropoutThreshold(dropout.getRate().convertToDouble())) +
+         "u";
 }
 
 void FusedBody::writeConstants(llvm::raw_ostream &k) {

@@ -141,6 +141,11 @@ public:
   /// keep decisions of each (unique in the group's loop).
   llvm::SmallVector<::lru::DropoutMaskOp> dropouts() const;
   std::string keepName(::lru::DropoutMaskOp dropout) const;
+  /// A dropout's key array and site, and its threshold (runtime/core's
+  /// dropoutThreshold of its rate), as C++ arguments: "in2, 0u" and
+  /// "1677722u".
+  std::string keyAndSiteOf(::lru::DropoutMaskOp dropout) const;
+  static std::string thresholdOf(::lru::DropoutMaskOp dropout);
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);
   /// One element; `outputs` are the arrays of the group's results.

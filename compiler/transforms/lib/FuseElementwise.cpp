@@ -286,13 +286,15 @@ std::vector<Group> formGroups(Block &block) {
     // does an input copied for it (copySharedComplexInputs). Its init and
     // lengths (and a constant lambda) come from outside the group.
     // A scan and a dropout are never in one group either.
-    auto holdsScan = [&](ArrayRef<int64_t> shape) {
+    auto openMembers = [&](ArrayRef<int64_t> shape) -> ArrayRef<Operation *> {
       auto it = open.find(shape);
-      return it != open.end() && holdsOp<lru::ScanOp>(it->second);
+      return it == open.end() ? ArrayRef<Operation *>() : it->second;
+    };
+    auto holdsScan = [&](ArrayRef<int64_t> shape) {
+      return holdsOp<lru::ScanOp>(openMembers(shape));
     };
     auto holdsDropout = [&](ArrayRef<int64_t> shape) {
-      auto it = open.find(shape);
-      return it != open.end() && holdsOp<lru::DropoutMaskOp>(it->second);
+      return holdsOp<lru::DropoutMaskOp>(openMembers(shape));
     };
     if (auto scan = dyn_cast<lru::ScanOp>(&op); scan && fusible) {
       if (holdsScan(shapeOf(&op)) ||

@@ -117,15 +117,17 @@ std::optional<Slice> sliceOf(lru::FusedOp producer, Value v,
   return slice;
 }
 
+/// Whether `use` reads only its value's shape: a broadcast's `like`.
+bool isShapeUse(OpOperand &use) {
+  auto broadcast = dyn_cast<lru::BroadcastOp>(use.getOwner());
+  return broadcast && use.get() == broadcast.getLike() &&
+         use.get() != broadcast.getX();
+}
+
 /// Whether `group` reads its input `argument` only for a broadcast's
 /// result shape (its `like`), never a value of it.
 bool readsShapeOnly(BlockArgument argument) {
-  return !argument.use_empty() &&
-         llvm::all_of(argument.getUses(), [](OpOperand &use) {
-           auto broadcast = dyn_cast<lru::BroadcastOp>(use.getOwner());
-           return broadcast && use.get() == broadcast.getLike() &&
-                  use.get() != broadcast.getX();
-         });
+  return !argument.use_empty() && llvm::all_of(argument.getUses(), isShapeUse);
 }
 
 /// Whether a group reads its block argument `argument` only at the element
@@ -135,8 +137,8 @@ bool readsShapeOnly(BlockArgument argument) {
 bool readsPerElement(BlockArgument argument) {
   return llvm::all_of(argument.getUses(), [](OpOperand &use) {
     Operation *user = use.getOwner();
-    if (auto broadcast = dyn_cast<lru::BroadcastOp>(user))
-      return use.get() == broadcast.getLike() && use.get() != broadcast.getX();
+    if (isa<lru::BroadcastOp>(user))
+      return isShapeUse(use);
     return isa<lru::YieldOp, lru::ReduceSumOp>(user) ||
            user->hasTrait<OpTrait::Elementwise>();
   });

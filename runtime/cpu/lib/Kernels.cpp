@@ -1064,13 +1064,19 @@ void philoxLanes(uint64_t first, uint32_t site, uint32_t step,
   std::memcpy(words[3], &c3, sizeof c3);
 }
 
+/// A dropout key {seed, step} as Philox's key and the counter's step word.
+std::pair<core::PhiloxKey, uint32_t> dropoutKeyOf(const int64_t key[2]) {
+  uint64_t seed = uint64_t(key[0]);
+  return {{uint32_t(seed), uint32_t(seed >> 32)}, uint32_t(key[1])};
+}
+
 } // namespace
 
 void dropoutMask(const float *x, int64_t count, const int64_t key[2],
                  double rate, uint32_t site, float *y) {
-  uint64_t seed = uint64_t(key[0]);
-  core::PhiloxKey philoxKey = {uint32_t(seed), uint32_t(seed >> 32)};
-  uint32_t step = uint32_t(key[1]);
+  core::PhiloxKey philoxKey;
+  uint32_t step;
+  std::tie(philoxKey, step) = dropoutKeyOf(key);
   uint32_t threshold = core::dropoutThreshold(rate);
   // x / (1 - rate) in double, as the interpreter computes it, so that kept
   // values are the interpreter's rounded to float.
@@ -1116,9 +1122,9 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
 
 void dropoutKeeps(const int64_t key[2], uint32_t site, uint32_t threshold,
                   int64_t first, int64_t count, uint32_t *keep) {
-  uint64_t seed = uint64_t(key[0]);
-  core::PhiloxKey philoxKey = {uint32_t(seed), uint32_t(seed >> 32)};
-  uint32_t step = uint32_t(key[1]);
+  core::PhiloxKey philoxKey;
+  uint32_t step;
+  std::tie(philoxKey, step) = dropoutKeyOf(key);
   const int64_t stop = first + count;
   // Whole groups of kPhiloxLanes blocks from the one holding `first`; the
   // elements outside [first, stop) of the first and last are not kept.
