@@ -242,6 +242,25 @@ int main(int argc, char **argv) {
   if (gemm > 0)
     std::printf("  non-GEMM / GEMM time: %.2f (target < 0.5)\n",
                 (total - gemm) / gemm);
+  // GEMMs by the model-file place they came from: which layer's products
+  // run below the sgemm rate (small K or N) is what a tile choice changes.
+  std::map<std::string, KindTotal> gemmPlaces;
+  for (const lruc_profile_entry *e : trainOps) {
+    if (e->flops <= 0)
+      continue;
+    KindTotal &t = gemmPlaces[*e->location ? e->location : "-"];
+    t.seconds += double(e->nanoseconds) * 1e-9 / iters;
+    t.flops += e->flops / iters;
+    ++t.ops;
+  }
+  if (!gemmPlaces.empty()) {
+    std::printf("\ntrain_step GEMMs by place in the model file:\n");
+    for (const auto &[place, t] : gemmPlaces)
+      std::printf("  %-36s %5llu %10.1f ms  %.1f GFLOP/s (%.0f%% of sgemm)\n",
+                  place.c_str(), (unsigned long long)t.ops, t.seconds * 1e3,
+                  t.flops / t.seconds / 1e9,
+                  100 * t.flops / t.seconds / 1e9 / sgemmGflops);
+  }
   std::sort(trainOps.begin(), trainOps.end(), [](auto *a, auto *b) {
     return a->nanoseconds > b->nanoseconds;
   });

@@ -9,8 +9,10 @@
 // a masked copy. When a group is a result's only reader, it may also load
 // one other full-size value of the result's type instead (x for x * mask,
 // where x is stored anyway or is the producer's input): a load for a load,
-// and the result is not stored. A result that no group reads any more
-// leaves its group.
+// and the result is not stored. Two results that only one group reads may
+// both be computed there from one full-size value of their bytes (the
+// GLU's value and sigmoid(gate) from its product's complex pairs). A result
+// that no group reads any more leaves its group.
 // Likewise a lone lru.shift read by scan groups over the same sequences
 // becomes a read of the shifted input a step away inside them. Last, a
 // broadcast takes its result's shape from an input its group loads
@@ -180,6 +182,9 @@ void replaceInput(lru::FusedOp group, unsigned index, Value value) {
   group->eraseOperand(index);
 }
 
+bool cloneInReader(lru::FusedOp producer, const Slice &slice, Value yielded,
+                   lru::FusedOp reader, unsigned readIndex);
+
 /// Computes `result` (of `producer`) inside `reader` instead of reading it,
 /// if `reader` loads every full-size value that computation reads; or, when
 /// `reader` is the result's only reader, if the computation reads one
@@ -223,11 +228,21 @@ bool computeInReader(lru::FusedOp producer, OpResult result,
                    [&](Value v) { return v.getType() != result.getType(); }))
     return false;
 
+  return cloneInReader(producer, *slice, yielded, reader, *readIndex);
+}
+
+/// Clones `slice` (computing the producer's body value `yielded`) into
+/// `reader`, which then reads it there instead of its input `readIndex`.
+/// Fails, changing nothing, when a broadcast in the slice has no input of
+/// its shape in the reader to take that shape from.
+bool cloneInReader(lru::FusedOp producer, const Slice &slice, Value yielded,
+                   lru::FusedOp reader, unsigned readIndex) {
+  Block &readerBody = reader.getBody().front();
   // A broadcast's `like` (only its shape is read): a reader's input of
   // that shape other than the value replaced.
-  BlockArgument replaced = readerBody.getArgument(*readIndex);
+  BlockArgument replaced = readerBody.getArgument(readIndex);
   IRMapping mapping;
-  for (Operation *op : slice->ops) {
+  for (Operation *op : slice.ops) {
     auto broadcast = dyn_cast<lru::BroadcastOp>(op);
     if (!broadcast)
       continue;
@@ -241,16 +256,89 @@ bool computeInReader(lru::FusedOp producer, OpResult result,
       return false;
     mapping.map(broadcast.getLike(), *sameShape);
   }
-  for (auto [body, read] : slice->readResults)
+  for (auto [body, read] : slice.readResults)
     mapping.map(body, argumentOf(reader, read));
-  for (BlockArgument argument : slice->arguments)
+  for (BlockArgument argument : slice.arguments)
     mapping.map(argument,
                 argumentOf(reader, producer->getOperand(argument.getArgNumber())));
   OpBuilder builder = OpBuilder::atBlockBegin(&readerBody);
-  for (Operation *op : slice->ops)
+  for (Operation *op : slice.ops)
     builder.clone(*op, mapping);
-  replaceInput(reader, *readIndex, mapping.lookup(yielded));
+  replaceInput(reader, readIndex, mapping.lookup(yielded));
   return true;
+}
+
+/// Bytes of one element of a value of `type`.
+int64_t elementBytes(Type type) {
+  Type element = cast<ShapedType>(type).getElementType();
+  if (auto complex = dyn_cast<ComplexType>(element))
+    return 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
+  return element.getIntOrFloatBitWidth() / 8;
+}
+
+/// Computes together, inside `reader`, the producer's results that only
+/// `reader` reads, when the full-size values they are computed from cost
+/// no more to load than they do: the GLU's value and sigmoid(gate), two
+/// real values of one complex product (interleaved, as one GEMM writes
+/// them), read as that product. Neither is stored then. For pairs of
+/// results that one value computes (computeInReader takes one at a time).
+bool computeResultsInReader(lru::FusedOp producer, lru::FusedOp reader) {
+  Block &readerBody = reader.getBody().front();
+  Operation *yield = producer.getBody().front().getTerminator();
+  struct Candidate {
+    OpResult result;
+    Slice slice;
+  };
+  SmallVector<Candidate> candidates;
+  for (OpResult result : producer->getResults()) {
+    if (!lruc::group::isBatchSized(result) || !result.hasOneUse() ||
+        result.getUses().begin()->getOwner() != reader.getOperation())
+      continue;
+    std::optional<unsigned> readIndex = inputIndex(reader, result);
+    if (!readsPerElement(readerBody.getArgument(*readIndex)) ||
+        readsShapeOnly(readerBody.getArgument(*readIndex)))
+      continue;
+    std::optional<Slice> slice =
+        sliceOf(producer, yield->getOperand(result.getResultNumber()), reader,
+                /*fromStoredResults=*/false);
+    if (slice)
+      candidates.push_back({result, std::move(*slice)});
+  }
+  if (candidates.size() < 2)
+    return false;
+  auto loopShape = cast<ShapedType>(candidates.front().result.getType())
+                       .getShape();
+  int64_t storedBytes = 0;
+  llvm::SetVector<Value> newLoads;
+  for (const Candidate &candidate : candidates) {
+    if (cast<ShapedType>(candidate.result.getType()).getShape() != loopShape)
+      return false;
+    storedBytes += elementBytes(candidate.result.getType());
+    // Starting at another candidate would keep that one stored.
+    for (auto [body, read] : candidate.slice.readResults)
+      if (llvm::any_of(candidates, [&, read = read](const Candidate &c) {
+            return c.result == read;
+          }))
+        return false;
+    for (BlockArgument argument : candidate.slice.arguments) {
+      Value outside = producer->getOperand(argument.getArgNumber());
+      if (cast<ShapedType>(outside.getType()).getShape() == loopShape &&
+          !inputIndex(reader, outside))
+        newLoads.insert(outside);
+    }
+  }
+  int64_t loadedBytes = 0;
+  for (Value load : newLoads)
+    loadedBytes += elementBytes(load.getType());
+  if (newLoads.empty() || loadedBytes > storedBytes)
+    return false;
+  bool changed = false;
+  for (const Candidate &candidate : candidates)
+    changed |= cloneInReader(
+        producer, candidate.slice,
+        yield->getOperand(candidate.result.getResultNumber()), reader,
+        *inputIndex(reader, candidate.result));
+  return changed;
 }
 
 /// Rebuilds `group` without its results that nothing reads (and the body
@@ -368,6 +456,9 @@ struct RematerializePass
           if (!computeInReader(group, result, reader, /*swapLoad=*/false))
             computeInReader(group, result, reader, /*swapLoad=*/true);
       }
+      for (OpResult result : group->getResults())
+        for (lru::FusedOp reader : readersOf(result))
+          computeResultsInReader(group, reader);
       dropUnreadResults(group);
     }
     groups.clear();

@@ -236,20 +236,26 @@ module {
 
 // -----
 
-// GLU, full and half.
+// GLU, full and half. Over sequences the full GLU's two products are one,
+// its weight [2H, H] alternating rows of W_g and W_v (their [H, 2H]
+// concatenation viewed), its result read as complex(gate, value) pairs.
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x16x4xf32>)
 // CHECK: %[[WG:.*]] = lru.param "wg"
 // CHECK: %[[BG:.*]] = lru.param "bg"
 // CHECK: %[[WV:.*]] = lru.param "wv"
 // CHECK: %[[BV:.*]] = lru.param "bv"
-// CHECK: %[[XG:.*]] = lru.matmul nt %[[X]], %[[WG]]
+// CHECK: %[[CAT:.*]] = lru.concat %[[WG]], %[[WV]] dim 1 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
+// CHECK: %[[W:.*]] = lru.view %[[CAT]] : tensor<4x8xf32> -> tensor<8x4xf32>
+// CHECK: %[[XW:.*]] = lru.matmul nt %[[X]], %[[W]] : (tensor<?x16x4xf32>, tensor<8x4xf32>) -> tensor<?x16x8xf32>
+// CHECK: %[[PAIRS:.*]] = lru.view %[[XW]] : tensor<?x16x8xf32> -> tensor<?x16x4xcomplex<f32>>
+// CHECK: %[[XG:.*]] = lru.re %[[PAIRS]]
+// CHECK: %[[XV:.*]] = lru.im %[[PAIRS]]
 // CHECK: %[[BGB:.*]] = lru.broadcast %[[BG]] like %[[XG]] dims [2]
 // CHECK: %[[PRE:.*]] = lru.add %[[XG]], %[[BGB]]
-// CHECK: %[[GATE:.*]] = lru.sigmoid %[[PRE]] : tensor<?x16x4xf32>
-// CHECK: %[[XV:.*]] = lru.matmul nt %[[X]], %[[WV]]
 // CHECK: %[[BVB:.*]] = lru.broadcast %[[BV]] like %[[XV]] dims [2]
 // CHECK: %[[VAL:.*]] = lru.add %[[XV]], %[[BVB]]
+// CHECK: %[[GATE:.*]] = lru.sigmoid %[[PRE]] : tensor<?x16x4xf32>
 // CHECK: %[[FULL:.*]] = lru.mul %[[VAL]], %[[GATE]]
 // CHECK: %[[XG2:.*]] = lru.matmul nt %[[X]], %[[WG]]
 // CHECK: %[[PRE2:.*]] = lru.add %[[XG2]], %{{.*}}

@@ -316,3 +316,59 @@ func.func @shift_kept(%x: tensor<?x4x2xcomplex<f32>>,
   }
   return %r : tensor<2xcomplex<f32>>
 }
+
+// -----
+
+// Two results of one complex input (the GLU's value and sigmoid(gate) from
+// its single product's interleaved pairs), both read only by a later group:
+// that group loads the pairs instead (a load of 8 bytes an element for two
+// of 4) and computes both; the first group no longer yields them. A single
+// real result of a complex input is not worth it (8 bytes for 4) and stays.
+// CHECK-LABEL: func.func @pairs
+// CHECK: %[[P:.*]] = lru.fused(%arg0, %arg1, %arg2, %arg3) : (tensor<?x5x4xcomplex<f32>>, tensor<4xf32>, tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+// CHECK: %[[B:.*]] = lru.fused(%arg4, %arg2, %arg0, %arg1) : (tensor<?x5x4xf32>, tensor<4xf32>, tensor<?x5x4xcomplex<f32>>, tensor<4xf32>) -> tensor<?x5x4xf32>
+// CHECK-NEXT: ^bb0({{.*}}, %[[Z:[a-z0-9]+]]: tensor<?x5x4xcomplex<f32>>,
+// CHECK-DAG: lru.re %[[Z]]
+// CHECK-DAG: lru.im %[[Z]]
+// CHECK-DAG: lru.sigmoid
+// CHECK: %[[O:.*]] = lru.fused(%arg0, %arg1) : (tensor<?x5x4xcomplex<f32>>, tensor<4xf32>) -> tensor<?x5x4xf32>
+// CHECK: lru.fused(%arg4, %[[O]])
+// CHECK: return %[[B]], %[[P]]
+func.func @pairs(%z: tensor<?x5x4xcomplex<f32>>, %bg: tensor<4xf32>,
+                 %bv: tensor<4xf32>, %res: tensor<?x5x4xf32>,
+                 %g: tensor<?x5x4xf32>)
+    -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  %p:3 = lru.fused(%z, %bg, %bv, %res) : (tensor<?x5x4xcomplex<f32>>, tensor<4xf32>, tensor<4xf32>, tensor<?x5x4xf32>) -> (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) {
+  ^bb0(%pairs: tensor<?x5x4xcomplex<f32>>, %b1: tensor<4xf32>, %b2: tensor<4xf32>, %r: tensor<?x5x4xf32>):
+    %re = lru.re %pairs : tensor<?x5x4xcomplex<f32>> -> tensor<?x5x4xf32>
+    %im = lru.im %pairs : tensor<?x5x4xcomplex<f32>> -> tensor<?x5x4xf32>
+    %g1 = lru.broadcast %b1 like %re dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %pre = lru.add %re, %g1 : tensor<?x5x4xf32>
+    %v1 = lru.broadcast %b2 like %im dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %val = lru.add %im, %v1 : tensor<?x5x4xf32>
+    %s = lru.sigmoid %pre : tensor<?x5x4xf32>
+    %y = lru.mul %val, %s : tensor<?x5x4xf32>
+    %out = lru.add %r, %y : tensor<?x5x4xf32>
+    lru.yield %out, %val, %s : tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>
+  }
+  %b = lru.fused(%g, %p#1, %p#2) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%h: tensor<?x5x4xf32>, %val: tensor<?x5x4xf32>, %s: tensor<?x5x4xf32>):
+    %e = lru.mul %h, %val : tensor<?x5x4xf32>
+    %f = lru.mul %e, %s : tensor<?x5x4xf32>
+    lru.yield %f : tensor<?x5x4xf32>
+  }
+  %o = lru.fused(%z, %bg) : (tensor<?x5x4xcomplex<f32>>, tensor<4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%pairs: tensor<?x5x4xcomplex<f32>>, %b1: tensor<4xf32>):
+    %re = lru.re %pairs : tensor<?x5x4xcomplex<f32>> -> tensor<?x5x4xf32>
+    %g1 = lru.broadcast %b1 like %re dims [2] : (tensor<4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32>
+    %pre = lru.add %re, %g1 : tensor<?x5x4xf32>
+    %s = lru.sigmoid %pre : tensor<?x5x4xf32>
+    lru.yield %s : tensor<?x5x4xf32>
+  }
+  %c = lru.fused(%g, %o) : (tensor<?x5x4xf32>, tensor<?x5x4xf32>) -> tensor<?x5x4xf32> {
+  ^bb0(%h: tensor<?x5x4xf32>, %s: tensor<?x5x4xf32>):
+    %e = lru.mul %h, %s : tensor<?x5x4xf32>
+    lru.yield %e : tensor<?x5x4xf32>
+  }
+  return %b, %p#0, %c : tensor<?x5x4xf32>, tensor<?x5x4xf32>, tensor<?x5x4xf32>
+}
