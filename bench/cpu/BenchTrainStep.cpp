@@ -266,12 +266,23 @@ int main(int argc, char **argv) {
   });
   std::printf("\nslowest train_step ops (per step; #k is profileAdd(k, ...) in "
               "`lruc --profile --emit=cpp`):\n");
-  for (size_t k = 0; k < std::min<size_t>(10, trainOps.size()); ++k) {
-    const lruc_profile_entry &e = *trainOps[k];
+  auto printOp = [&](const lruc_profile_entry &e) {
     double sec = double(e.nanoseconds) * 1e-9 / iters;
-    std::printf("  %8.1f ms  %-18s %-6s %s\n", sec * 1e3, e.op,
-                ("#" + std::to_string(&e - ops)).c_str(),
+    double rate = e.flops > 0 ? e.flops / iters / sec / 1e9
+                              : e.bytes / iters / sec / 1e9;
+    std::printf("  %8.1f ms  %-18s %-6s %7.1f %-7s %s\n", sec * 1e3, e.op,
+                ("#" + std::to_string(&e - ops)).c_str(), rate,
+                e.flops > 0 ? "GFLOP/s" : "GB/s",
                 *e.location ? e.location : "-");
-  }
+  };
+  for (size_t k = 0; k < std::min<size_t>(10, trainOps.size()); ++k)
+    printOp(*trainOps[k]);
+  // GEMMs lead the list on most models; the slowest of the rest are what
+  // fusion and the kernels' own speed change.
+  std::printf("\nslowest train_step ops other than GEMMs:\n");
+  size_t shown = 0;
+  for (const lruc_profile_entry *e : trainOps)
+    if (e->flops <= 0 && shown++ < 10)
+      printOp(*e);
   return 0;
 }
