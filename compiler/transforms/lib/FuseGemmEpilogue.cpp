@@ -2,8 +2,9 @@
 //
 // A batch-sized group without a scan that reads the results of matmuls
 // (`nt` or `nn`, of its loop's type: the C projection before `+ D u`, the
-// GLU's two products) can run each part of its rows right after those rows
-// of the matmuls are computed, reading them from cache instead of memory.
+// GLU's input gradient before the GELU's) can run each part of its rows
+// right after those rows of the matmuls are computed, reading them from
+// cache instead of memory.
 // The pass moves such matmuls to just before the group (when nothing in
 // between reads them) and marks the group `lru.epilogue`; the memory plan
 // then keeps the matmuls' operands alive until the group, since one part's
