@@ -34,7 +34,8 @@
  * `batch * carry_floats` floats. Each carry (listed in the manifest's
  * "step" object with its name, shape and per-example offset) is a dense
  * [batch, ...] array starting at `batch * offset` floats; complex states
- * store re, im pairs. A zeroed block starts new sequences (`step_reset`).
+ * store re, im pairs, at even offsets (the block may hold padding between
+ * carries). A zeroed block starts new sequences (`step_reset`).
  * After step t the outputs equal `forward`'s on the first t + 1 steps.
  *
  *===----------------------------------------------------------------------===*/

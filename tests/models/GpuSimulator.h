@@ -32,7 +32,10 @@ inline bool compileSimulatedKernels(const std::string &cudaSource,
                                     std::string &error) {
   HostCompiler compiler = defaultHostCompiler();
   // -O0: the kernels run on a few elements; compiling is what costs.
-  compiler.flags += " -O0 -DLRUC_GPU_SIMULATE";
+  // A misaligned access stops the run: a device would fault on one (a
+  // complex value is one 8-byte access there).
+  compiler.flags += " -O0 -DLRUC_GPU_SIMULATE -fsanitize=alignment "
+                    "-fno-sanitize-recover=alignment";
   return compileLibrary(cudaSource, path, compiler, error);
 }
 

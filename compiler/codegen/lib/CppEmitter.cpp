@@ -1050,8 +1050,14 @@ FailureOr<StepLayout> stepLayoutOf(func::FuncOp step) {
     if (!type.isDynamicDim(0) || elementType(type).empty())
       return step.emitError("carry '")
              << carry.getValue() << "' must be a [B, ...] array, not " << type;
-    uint64_t floats = ShapedType::getNumElements(type.getShape().drop_front()) *
-                      (isa<ComplexType>(type.getElementType()) ? 2 : 1);
+    bool complex = isa<ComplexType>(type.getElementType());
+    uint64_t floats =
+        ShapedType::getNumElements(type.getShape().drop_front()) *
+        (complex ? 2 : 1);
+    // A complex carry starts at an even float (8 bytes at any batch): the
+    // CUDA kernels load a complex value as one 64-bit access.
+    if (complex && layout.floats % 2)
+      ++layout.floats;
     layout.carries.push_back({carry.str(), type, layout.floats, floats});
     layout.floats += floats;
   }

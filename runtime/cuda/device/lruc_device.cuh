@@ -32,6 +32,7 @@ typedef unsigned long long uint64_t;
 #define __global__
 #define __shared__ static
 #define __launch_bounds__(threads)
+#define __align__(n) alignas(n)
 struct lruc_sim_index {
   unsigned x;
 };
@@ -114,7 +115,12 @@ namespace gpu {
 
 // --- Complex numbers (interleaved re, im, as std::complex<float>) -----------
 
-struct cfloat {
+/// 8-byte aligned (as float2), so that a thread loads or stores one
+/// complex value with one 64-bit access, not two 32-bit ones: a scan's
+/// loads are most of its instructions. Every complex array a kernel is
+/// given starts at a multiple of 8 bytes (workspace slots at 64, step
+/// mode's complex carries at an even float offset).
+struct __align__(8) cfloat {
   float re, im;
   __device__ cfloat() : re(0.0f), im(0.0f) {}
   __device__ cfloat(float r) : re(r), im(0.0f) {}
