@@ -36,13 +36,6 @@ bool isHostArgument(func::FuncOp func, unsigned i) {
                   name.getValue() == "dropout_key");
 }
 
-int64_t elementBytes(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  if (auto complex = dyn_cast<ComplexType>(element))
-    return 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
-  return element.getIntOrFloatBitWidth() / 8;
-}
-
 } // namespace
 
 std::string scanChainBytes(int64_t items, StringRef batch) {

@@ -355,15 +355,12 @@ struct GluPattern : ModePattern<GluOp> {
   LogicalResult matchAndRewrite(GluOp op,
                                 PatternRewriter &rewriter) const override {
     PrimitiveBuilder b(rewriter, op.getLoc());
-    if (!op.getWValue()) {
+    if (!op.getWValue() || stepping()) {
       Value gate =
           b.sigmoid(b.affine(op.getX(), op.getWGate(), op.getBGate()));
-      return replace(rewriter, op, b.mul(op.getX(), gate));
-    }
-    if (stepping()) {
-      Value gate =
-          b.sigmoid(b.affine(op.getX(), op.getWGate(), op.getBGate()));
-      Value value = b.affine(op.getX(), op.getWValue(), op.getBValue());
+      Value value = op.getWValue()
+                        ? b.affine(op.getX(), op.getWValue(), op.getBValue())
+                        : op.getX();
       return replace(rewriter, op, b.mul(value, gate));
     }
     auto wType = tensorType(op.getWGate());

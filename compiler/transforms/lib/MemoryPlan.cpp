@@ -26,13 +26,14 @@ int64_t alignUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-int64_t elementBytes(Type element) {
+} // namespace
+
+int64_t elementBytes(Type type) {
+  Type element = getElementTypeOrSelf(type);
   if (auto complex = dyn_cast<ComplexType>(element))
     return 2 * elementBytes(complex.getElementType());
   return int64_t(element.getIntOrFloatBitWidth() / 8);
 }
-
-} // namespace
 
 ByteSize bufferSize(Value v) {
   auto type = cast<RankedTensorType>(v.getType());

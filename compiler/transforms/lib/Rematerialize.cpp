@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupRules.h"
+#include "lruc/MemoryPlan.h"
 #include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
@@ -268,14 +269,6 @@ bool cloneInReader(lru::FusedOp producer, const Slice &slice, Value yielded,
   return true;
 }
 
-/// Bytes of one element of a value of `type`.
-int64_t elementBytes(Type type) {
-  Type element = cast<ShapedType>(type).getElementType();
-  if (auto complex = dyn_cast<ComplexType>(element))
-    return 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
-  return element.getIntOrFloatBitWidth() / 8;
-}
-
 /// Computes together, inside `reader`, the producer's results that only
 /// `reader` reads, when the full-size values they are computed from cost
 /// no more to load than they do: the GLU's value and sigmoid(gate), two
@@ -313,7 +306,7 @@ bool computeResultsInReader(lru::FusedOp producer, lru::FusedOp reader) {
   for (const Candidate &candidate : candidates) {
     if (cast<ShapedType>(candidate.result.getType()).getShape() != loopShape)
       return false;
-    storedBytes += elementBytes(candidate.result.getType());
+    storedBytes += lruc::elementBytes(candidate.result.getType());
     // Starting at another candidate would keep that one stored.
     for (auto [body, read] : candidate.slice.readResults)
       if (llvm::any_of(candidates, [&, read = read](const Candidate &c) {
@@ -329,7 +322,7 @@ bool computeResultsInReader(lru::FusedOp producer, lru::FusedOp reader) {
   }
   int64_t loadedBytes = 0;
   for (Value load : newLoads)
-    loadedBytes += elementBytes(load.getType());
+    loadedBytes += lruc::elementBytes(load.getType());
   if (newLoads.empty() || loadedBytes > storedBytes)
     return false;
   bool changed = false;
@@ -456,9 +449,13 @@ struct RematerializePass
           if (!computeInReader(group, result, reader, /*swapLoad=*/false))
             computeInReader(group, result, reader, /*swapLoad=*/true);
       }
-      for (OpResult result : group->getResults())
-        for (lru::FusedOp reader : readersOf(result))
-          computeResultsInReader(group, reader);
+      llvm::SetVector<lru::FusedOp> readers;
+      for (OpResult result : group->getResults()) {
+        llvm::SetVector<lru::FusedOp> of = readersOf(result);
+        readers.insert(of.begin(), of.end());
+      }
+      for (lru::FusedOp reader : readers)
+        computeResultsInReader(group, reader);
       dropUnreadResults(group);
     }
     groups.clear();

@@ -59,6 +59,10 @@ MemoryPlan planMemory(mlir::func::FuncOp func);
 /// the op when the IR has none or an incomplete one.
 mlir::FailureOr<MemoryPlan> readMemoryPlan(mlir::func::FuncOp func);
 
+/// Bytes of one element of `type` (a tensor's element type, or `type`
+/// itself): a complex value counts both parts.
+int64_t elementBytes(mlir::Type type);
+
 /// The 64-byte aligned size of `v`'s buffer: its tensor's, or for a group's
 /// sum every chunk's row of partial sums (lru::FusedOp).
 ByteSize bufferSize(mlir::Value v);
