@@ -96,8 +96,8 @@ int main(int argc, char **argv) try {
   if (!device->loadKernels(source(), g->kernels, g->num_kernels, error))
     return fail(error);
   std::printf("device: %s (%s); kernels ready in %.1f s (%s)\n",
-              device->name().c_str(), device->arch().c_str(),
-              seconds() - start, device->kernelsFrom().c_str());
+              device->name().c_str(), device->arch().c_str(), seconds() - start,
+              device->kernelsFrom().c_str());
 
   std::vector<float> params(m->param_floats), state(m->state_floats + 1);
   char message[512] = "";
@@ -112,7 +112,8 @@ int main(int argc, char **argv) try {
   Arrays arrays{*device};
   const size_t paramBytes = params.size() * 4;
   auto *dParams = static_cast<float *>(arrays.get(paramBytes, params.data()));
-  auto *dState = static_cast<float *>(arrays.get(state.size() * 4, state.data()));
+  auto *dState =
+      static_cast<float *>(arrays.get(state.size() * 4, state.data()));
   std::vector<float> zeros(params.size(), 0.0f);
   auto *dM = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
   auto *dV = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
@@ -134,15 +135,38 @@ int main(int argc, char **argv) try {
   lruc::cuda::DeferredStatusOps deferred(*ops);
   auto trainStep = [&] {
     ++step;
-    if (g->train_step(deferred.ops(), workspace, batch, dParams, dM, dV,
-                      dState, 1e-4f, float(step), dInputs.data(), key,
-                      dOutputs.data(), message, sizeof message))
+    if (g->train_step(deferred.ops(), workspace, batch, dParams, dM, dV, dState,
+                      1e-4f, float(step), dInputs.data(), key, dOutputs.data(),
+                      message, sizeof message))
       throw std::runtime_error(message);
   };
   auto sync = [&] {
     if (!device->synchronize(error))
       throw std::runtime_error(error);
   };
+  // The device's copy bandwidth: 256 MiB device to device, read + written,
+  // the best of three rounds of ten, before the model runs and again after.
+  // (On an H100 it has measured 2.55 TB/s after some models' runs and 2.97
+  // after others', the same before and after their arrays:
+  // docs/performance.md.)
+  const size_t copyBytes = size_t(256) << 20;
+  void *copyFrom = arrays.get(copyBytes), *copyTo = arrays.get(copyBytes);
+  auto copyBandwidth = [&] {
+    ops->copy(ops->context, copyTo, copyFrom, copyBytes,
+              LRUC_COPY_DEVICE_TO_DEVICE);
+    sync();
+    double best = 0;
+    for (int round = 0; round < 3; ++round) {
+      const double roundStart = seconds();
+      for (int i = 0; i < 10; ++i)
+        ops->copy(ops->context, copyTo, copyFrom, copyBytes,
+                  LRUC_COPY_DEVICE_TO_DEVICE);
+      sync();
+      best = std::max(best, 2.0 * copyBytes * 10 / (seconds() - roundStart));
+    }
+    return best;
+  };
+  const double copyBefore = copyBandwidth();
   // Seconds a step, `iters` queued after `warmUp` (the first calls set up
   // cuBLAS's and the module's lazy state).
   auto timeTrainSteps = [&](int warmUp) {
@@ -164,8 +188,8 @@ int main(int argc, char **argv) try {
     return fail(error);
   {
     std::vector<char> status(deferred.statusBytes());
-    if (ops->copy(ops->context, status.data(), deferred.status(),
-                  status.size(), LRUC_COPY_DEVICE_TO_HOST) ||
+    if (ops->copy(ops->context, status.data(), deferred.status(), status.size(),
+                  LRUC_COPY_DEVICE_TO_HOST) ||
         g->status_error("train_step", status.data(), message, sizeof message))
       return fail(std::string("train_step: ") + message);
   }
@@ -181,8 +205,8 @@ int main(int argc, char **argv) try {
   float *dLoss = static_cast<float *>(arrays.get(4));
   float *dGrads = static_cast<float *>(arrays.get(paramBytes));
   auto backward = [&](const lruc_gpu_ops *on) {
-    if (g->backward(on, workspace, batch, dParams, dState, dInputs.data(),
-                    key, dLoss, dGrads, message, sizeof message))
+    if (g->backward(on, workspace, batch, dParams, dState, dInputs.data(), key,
+                    dLoss, dGrads, message, sizeof message))
       throw std::runtime_error(message);
   };
   start = seconds();
@@ -236,32 +260,18 @@ int main(int argc, char **argv) try {
     }
   }
 
-  // The device's copy bandwidth: 256 MiB device to device, read + written,
-  // the best of three rounds of ten. (On an H100 it has measured 2.55 TB/s
-  // after some models' runs and 2.97 after others', the same before and
-  // after their arrays: docs/performance.md.)
-  const size_t copyBytes = size_t(256) << 20;
-  void *from = arrays.get(copyBytes), *to = arrays.get(copyBytes);
-  ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
-  sync();
-  double bandwidth = 0;
-  for (int round = 0; round < 3; ++round) {
-    start = seconds();
-    for (int i = 0; i < 10; ++i)
-      ops->copy(ops->context, to, from, copyBytes, LRUC_COPY_DEVICE_TO_DEVICE);
-    sync();
-    bandwidth =
-        std::max(bandwidth, 2.0 * copyBytes * 10 / (seconds() - start));
-  }
+  // Again after the model's runs; the better of the two is the limit.
+  const double copyAfter = copyBandwidth();
+  const double bandwidth = std::max(copyBefore, copyAfter);
   // The device's fp32 GEMM rate (cuBLAS, no tensor cores, as the timed
   // calls below run): a square product, from 128 up to 4096 on a side
   // until one takes a millisecond, the copy's buffers reused.
   int64_t side = 128;
   auto squareGemm = [&] {
     if (ops->gemm(ops->context, 0, 0, side, side, side,
-                  static_cast<const float *>(from), side,
-                  static_cast<const float *>(from) + side * side, side,
-                  static_cast<float *>(to), side))
+                  static_cast<const float *>(copyFrom), side,
+                  static_cast<const float *>(copyFrom) + side * side, side,
+                  static_cast<float *>(copyTo), side))
       throw std::runtime_error("cuBLAS failed on a square product");
   };
   for (;; side *= 2) {
@@ -300,8 +310,9 @@ int main(int argc, char **argv) try {
               "moments %.0f MiB)\n",
               used / 1048576.0, g->workspace_bytes(batch) / 1048576.0,
               3.0 * paramBytes / 1048576.0);
-  std::printf("copy bandwidth %.0f GB/s (device to device)\n",
-              bandwidth / 1e9);
+  std::printf("copy bandwidth %.0f GB/s (device to device; %.0f before the "
+              "model's runs, %.0f after)\n",
+              bandwidth / 1e9, copyBefore / 1e9, copyAfter / 1e9);
   std::printf("gemm rate %.1f TFLOP/s (fp32, %lld on a side)\n",
               gemmRate / 1e12, (long long)side);
 
