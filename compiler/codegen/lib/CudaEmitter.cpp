@@ -231,12 +231,16 @@ private:
            << ", " << block << ", " << FusedBody::thresholdOf(dropout)
            << ");\n";
     };
-    // Every lane shuffles, before any leaves the tile's row r.
+    // The tile's 4 rows' decisions, every lane shuffling before any leaves
+    // the tile (and before the rows' code, so that no shuffle stands
+    // between one row's loads and the next's).
     auto writeTileKeeps = [&] {
       for (lru::DropoutMaskOp dropout : dropouts) {
         std::string keep = element.keepName(dropout);
-        os << "    const bool " << keep << " = lruc::gpu::dropoutKeepAt("
-           << keep << "bits, r);\n";
+        os << "    bool " << keep << "rows[4];\n"
+           << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r)\n"
+           << "      " << keep << "rows[r] = lruc::gpu::dropoutKeepAt(" << keep
+           << "bits, r);\n";
       }
     };
     auto keepOf = [&](lru::DropoutMaskOp dropout) {
@@ -244,6 +248,33 @@ private:
         return element.keepName(dropout);
       return "lruc::gpu::dropoutKeep(" + element.keyAndSiteOf(dropout) +
              ", uint64_t(i), " + FusedBody::thresholdOf(dropout) + ")";
+    };
+    // A tile's 4 rows: unrolled with no bounds test where the tile is whole
+    // (`whole`), so that the compiler can issue all their loads before the
+    // first use (a test a row keeps a row's loads behind the rows before
+    // it); with one otherwise.
+    auto writeTileRows = [&](const std::string &whole,
+                             llvm::function_ref<void()> writeRow,
+                             llvm::function_ref<void()> writeBoundsTest,
+                             llvm::function_ref<void()> writeIndices) {
+      writeTileKeeps();
+      for (bool all : {true, false}) {
+        os << (all ? "    if (" + whole + ") {\n" : "    } else {\n")
+           << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r) {\n";
+        for (lru::DropoutMaskOp dropout : dropouts)
+          os << "    const bool " << element.keepName(dropout) << " = "
+             << element.keepName(dropout) << "rows[r];\n";
+        writeRow();
+        if (!all)
+          writeBoundsTest();
+        writeIndices();
+        if (failed(element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
+                                        nullptr, keepOf)))
+          return failure();
+        os << "    }\n";
+      }
+      os << "    }\n";
+      return success();
     };
     // Without sums a thread takes 4 elements' turn of the grid-stride loop.
     const std::string count = threads;
@@ -280,26 +311,35 @@ private:
            << "  for (int64_t o4 = first; o4 < stop; o4 += 4) {\n";
         writeKeeps("uint64_t(((o4 + lane / 8) * " + layout.last +
                    " + j - lane) / 4 + lane % 8)");
-        os << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r) {\n";
-        writeTileKeeps();
-        os << "    const int64_t o = o4 + r;\n"
-           << "    if (o >= stop)\n      break;\n";
+        if (failed(writeTileRows(
+                "o4 + 4 <= stop",
+                [&] { os << "    const int64_t o = o4 + r;\n"; },
+                [&] { os << "    if (o >= stop)\n      break;\n"; },
+                [&] {
+                  os << "    const int64_t i = o * " << layout.last
+                     << " + j;\n";
+                })))
+          return failure();
       } else {
-        os << "  for (int64_t o = first; o < stop; ++o) {\n";
+        os << "  for (int64_t o = first; o < stop; ++o) {\n"
+           << "    const int64_t i = o * " << layout.last << " + j;\n";
       }
-      os << "    const int64_t i = o * " << layout.last << " + j;\n";
     } else if (dropoutTiles) {
       current->back().gridStride = true;
       os << "  const int lane = threadIdx.x % 32;\n"
          << "  for (int64_t w = (lruc::gpu::firstIndex() - lane) * 4; w < "
          << count << "; w += lruc::gpu::gridStride() * 4) {\n";
       writeKeeps("uint64_t(w / 4 + lane)");
-      os << "    LRUC_UNROLL\n    for (int r = 0; r < 4; ++r) {\n";
-      writeTileKeeps();
-      os << "    const int64_t i = w + 32 * r + lane;\n"
-         << "    if (i >= " << count << ")\n      continue;\n"
-         << "    const int64_t o = i / " << layout.last << ", j = i % "
-         << layout.last << ";\n    (void)o; (void)j;\n";
+      if (failed(writeTileRows(
+              "w + 128 <= " + count,
+              [&] { os << "    const int64_t i = w + 32 * r + lane;\n"; },
+              [&] { os << "    if (i >= " << count << ")\n      continue;\n"; },
+              [&] {
+                os << "    const int64_t o = i / " << layout.last
+                   << ", j = i % " << layout.last
+                   << ";\n    (void)o; (void)j;\n";
+              })))
+        return failure();
     } else {
       gridLoop(threads);
       if (layout.nested)
@@ -307,10 +347,11 @@ private:
            << layout.last << ";\n    (void)o; (void)j;\n";
     }
     if (!scan) {
-      if (failed(element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
+      if (!dropoutTiles &&
+          failed(element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
                                       nullptr, keepOf)))
         return failure();
-      os << (dropoutTiles ? "  }\n  }\n" : "  }\n");
+      os << "  }\n";
       if (!layout.sums) {
         os << "}\n\n";
         return success();
@@ -464,9 +505,11 @@ private:
       os << "  float carry = " << initValue << ";\n";
     os << "  __shared__ float tileEnd[kWarps][32][" << 2 * parts.size()
        << "];\n";
-    for (StringRef part : parts)
-      os << "  __shared__ float tileInput" << part
-         << "[kStepsPerThread][kWarps * 32];\n";
+    // A complex input's parts side by side: one 8-byte store and load a
+    // step (Nsight Compute found the shared-memory queue a sixth of a
+    // scan's stalls).
+    os << "  __shared__ " << (complex ? "lruc::gpu::Float2" : "float")
+       << " tileInput[kStepsPerThread][kWarps * 32];\n";
     os << sumDeclarations
        << "  for (int64_t k0 = chunkStart; k0 < chunkEnd"
        << "; k0 += kWarps * kStepsPerThread) {\n"
@@ -509,9 +552,7 @@ private:
     };
     // Pass 1: from zero, the end state and the product of λ; each step's
     // scan input kept in tileInput, the thread's own column.
-    auto cached = [](StringRef part) {
-      return "tileInput" + part.str() + "[k - k1][threadIdx.x]";
-    };
+    const std::string cached = "tileInput[k - k1][threadIdx.x]";
     declare("state", "0.0f");
     declare("product", "1.0f");
     if (failed(writeSteps([&] {
@@ -520,10 +561,10 @@ private:
               [](StringRef part) { return "product" + part.str(); },
               [&](llvm::raw_ostream &k, StringRef b) {
                 if (complex)
-                  k << "    " << cached("re") << " = " << b << ".real();\n"
-                    << "    " << cached("im") << " = " << b << ".imag();\n";
+                  k << "    " << cached << " = lruc::gpu::Float2{{" << b
+                    << ".real(), " << b << ".imag()}};\n";
                 else
-                  k << "    " << cached("") << " = " << b << ";\n";
+                  k << "    " << cached << " = " << b << ";\n";
                 return b.str();
               });
         })))
@@ -581,13 +622,13 @@ private:
     // (with a block per chunk of steps, about 40% of those re-reads
     // missed L2 on an H100).
     if (failed(writeSteps([&] {
-          return element.writeElement(
-              os, stateNamed, sumOf, outputs, nullptr,
-              [&](llvm::raw_ostream &, StringRef) {
-                return complex ? "cfloat(" + cached("re") + ", " +
-                                     cached("im") + ")"
-                               : cached("");
-              });
+          return element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
+                                      [&](llvm::raw_ostream &, StringRef) {
+                                        return complex ? "cfloat(" + cached +
+                                                             ".v[0], " +
+                                                             cached + ".v[1])"
+                                                       : cached;
+                                      });
         })))
       return failure();
     os << "  }\n";
@@ -1038,7 +1079,8 @@ private:
     std::string keep = "(words[w] >> 8) >= " +
                        std::to_string(core::dropoutThreshold(rate)) + "u";
     std::string scale;
-    llvm::raw_string_ostream(scale) << llvm::format("%.17g", 1 - rate);
+    llvm::raw_string_ostream(scale)
+        << llvm::format("%.17g", core::dropoutScale(rate));
     os << "  const bool whole = lruc::gpu::aligned16(in0, out0);\n";
     gridLoop(blocks);
     os << "    uint32_t words[4];\n"
@@ -1050,14 +1092,14 @@ private:
        << "      lruc::gpu::Float4 y;\n"
        << "      LRUC_UNROLL\n"
        << "      for (int w = 0; w < 4; ++w)\n"
-       << "        y.v[w] = " << keep << " ? float(double(x.v[w]) / " << scale
+       << "        y.v[w] = " << keep << " ? float(double(x.v[w]) * " << scale
        << ") : 0.0f;\n"
        << "      reinterpret_cast<lruc::gpu::Float4 *>(out0)[i] = y;\n"
        << "      continue;\n    }\n"
        << "    for (int64_t w = 0; w < 4 && i * 4 + w < " << count
        << "; ++w) {\n"
        << "      const int64_t e = i * 4 + w;\n"
-       << "      out0[e] = " << keep << " ? float(double(in0[e]) / " << scale
+       << "      out0[e] = " << keep << " ? float(double(in0[e]) * " << scale
        << ") : 0.0f;\n    }\n  }\n}\n\n";
     return success();
   }

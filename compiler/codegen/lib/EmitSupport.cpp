@@ -365,14 +365,21 @@ LogicalResult FusedBody::writeElement(
       continue;
     }
     if (auto dropout = dyn_cast<lru::DropoutMaskOp>(inner)) {
-      // The dropout kernel's formula (x / (1 - rate) in double), so that a
-      // kept value is the interpreter's rounded to float.
+      // The dropout kernel's formula (x * dropoutScale(rate) in double), so
+      // that a kept value is the interpreter's rounded to float. x is read
+      // kept or not: a load under the decision would wait behind it (on a
+      // GPU, a memory latency a row), and a dropped element's neighbours'
+      // sectors are read anyway.
       if (!keepOf)
         return inner.emitOpError("has no keep decision in this loop");
+      std::string x = "t" + std::to_string(counter++);
       std::string name = "t" + std::to_string(counter++);
-      k << "    const float " << name << " = " << keepOf(dropout)
-        << " ? float(double(" << scalars.lookup(dropout.getX()) << ") / "
-        << llvm::format("%.17g", 1 - dropout.getRate().convertToDouble())
+      k << "    const float " << x << " = " << scalars.lookup(dropout.getX())
+        << ";\n"
+        << "    const float " << name << " = " << keepOf(dropout)
+        << " ? float(double(" << x << ") * "
+        << llvm::format("%.17g",
+                        core::dropoutScale(dropout.getRate().convertToDouble()))
         << ") : 0.0f;\n";
       scalars[dropout.getResult()] = name;
       continue;

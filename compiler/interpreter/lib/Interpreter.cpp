@@ -948,7 +948,7 @@ FailureOr<Tensor> Interpreter::evaluate(lru::DropoutMaskOp op) {
   for (int64_t i = 0, n = x.numElements(); i < n; ++i)
     if (core::dropoutKeep(seed, uint32_t(step), uint32_t(site), uint64_t(i),
                           rate))
-      y.re[i] = x.re[i] / (1 - rate);
+      y.re[i] = x.re[i] * core::dropoutScale(rate);
   return y;
 }
 

@@ -1078,9 +1078,9 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
   uint32_t step;
   std::tie(philoxKey, step) = dropoutKeyOf(key);
   uint32_t threshold = core::dropoutThreshold(rate);
-  // x / (1 - rate) in double, as the interpreter computes it, so that kept
-  // values are the interpreter's rounded to float.
-  double keep = 1 - rate;
+  // x * dropoutScale(rate) in double, as the interpreter computes it, so
+  // that kept values are the interpreter's rounded to float.
+  const double scale = core::dropoutScale(rate);
   // Four elements per Philox block (core::dropoutKeep's layout): element
   // 4 b + j is decided by word j of block b. Thread parts are whole groups
   // of kPhiloxLanes blocks (the last part takes the tail).
@@ -1099,11 +1099,11 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
           for (int64_t l = 0; l < kPhiloxLanes; ++l)
             for (int64_t j = 0; j < 4; ++j)
               flat[l * 4 + j] = words[j][l];
-          // Every element divided, then selected: a loop without branches.
+          // Every element scaled, then selected: a loop without branches.
           const float *xs = x + block * 4;
           float *ys = y + block * 4;
           for (int64_t e = 0; e < 4 * kPhiloxLanes; ++e) {
-            float kept = float(double(xs[e]) / keep);
+            float kept = float(double(xs[e]) * scale);
             ys[e] = (flat[e] >> 8) >= threshold ? kept : 0.0f;
           }
         }
@@ -1113,7 +1113,7 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
           core::PhiloxCounter words = core::philox4x32(counter, philoxKey);
           for (int64_t j = 0; j < 4 && block * 4 + j < count; ++j) {
             int64_t i = block * 4 + j;
-            y[i] = (words[j] >> 8) >= threshold ? float(double(x[i]) / keep)
+            y[i] = (words[j] >> 8) >= threshold ? float(double(x[i]) * scale)
                                                 : 0.0f;
           }
         }

@@ -368,6 +368,12 @@ struct alignas(16) Float4 {
   float v[4];
 };
 
+/// A complex value's parts as one 8-byte shared-memory access (cfloat has
+/// constructors, which a __shared__ array may not).
+struct alignas(8) Float2 {
+  float v[2];
+};
+
 /// Whether `a` and `b` both lie on 16 bytes (Float4 accesses).
 __device__ inline bool aligned16(const void *a, const void *b) {
   return ((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) &

@@ -48,6 +48,12 @@ bool dropoutKeep(uint64_t seed, uint32_t step, uint32_t site, uint64_t index,
 /// kept iff (u >> 8) >= dropoutThreshold(rate).
 uint32_t dropoutThreshold(double rate);
 
+/// What a kept element is multiplied by, in double (then rounded to float):
+/// 1 / (1 - rate). Every path (the interpreter, the CPU kernels, the CUDA
+/// kernels) scales by this product, not by a division: a GPU's double
+/// division branches, which holds each row's loads behind the row before.
+inline double dropoutScale(double rate) { return 1.0 / (1.0 - rate); }
+
 } // namespace lruc::core
 
 #endif // LRUC_CORE_RANDOM_H
