@@ -988,19 +988,44 @@ private:
        << "  const int64_t warps = blockDim.x / 32;\n"
        << "  for (int r = threadIdx.x; r < " << rows
        << " * 32; r += blockDim.x)\n    slice[r] = 0.0f;\n"
-       << "  __syncthreads();\n"
-       << "  LRUC_UNROLL_8\n"
-       << "  for (int64_t e = group * warps + threadIdx.x / 32; e < (" << count
-       << ") / " << width << "; e += " << rowGroups << " * warps) {\n"
-       << "    const float value = column < " << width << " ? in0[e * "
-       << width << " + column] : 0.0f;\n"
-       << "    const int64_t index = in1[e];\n"
-       << "    if (index < 0 || index >= " << vocab << ") {\n"
-       << "      if (threadIdx.x % 32 == 0)\n        " << report("e", "index")
-       << "      continue;\n    }\n"
-       << "    atomicAdd(&slice[index * 32 + threadIdx.x % 32], value);\n"
-       << "  }\n"
-       << "  __syncthreads();\n"
+       << "  __syncthreads();\n";
+    // Eight rows' loads first, then their atomic adds (each a compare-
+    // and-swap loop on an H100, which the compiler does not move loads
+    // across): with one row at a time a warp had one row's loads in
+    // flight, 12% of the copy's bandwidth for Text's embedding. No branch
+    // on a bad index either: it adds 0 to row 0 and is reported after.
+    auto valueAt = [&](const std::string &row) {
+      std::string load = "in0[(" + row + ") * " + width + " + column]";
+      return columns % 32 == 0 ? load
+                               : "column < " + width + " ? " + load + " : 0.0f";
+    };
+    auto add = [&](StringRef v, StringRef index, StringRef row) {
+      os << "    {\n      const bool known = " << index << " >= 0 && "
+         << index << " < " << vocab << ";\n"
+         << "      bad = known ? bad : " << row << ";\n"
+         << "      badIndex = known ? badIndex : " << index << ";\n"
+         << "      atomicAdd(&slice[(known ? " << index
+         << " : 0) * 32 + threadIdx.x % 32], known ? " << v
+         << " : 0.0f);\n    }\n";
+    };
+    os << "  const int64_t stride = " << rowGroups << " * warps, updates = ("
+       << count << ") / " << width << ";\n"
+       << "  int64_t bad = -1, badIndex = 0;\n"
+       << "  int64_t e = group * warps + threadIdx.x / 32;\n"
+       << "  for (; e + 7 * stride < updates; e += 8 * stride) {\n"
+       << "    float values[8];\n    int64_t indices[8];\n"
+       << "    LRUC_UNROLL\n    for (int u = 0; u < 8; ++u) {\n"
+       << "      values[u] = " << valueAt("e + u * stride") << ";\n"
+       << "      indices[u] = in1[e + u * stride];\n    }\n"
+       << "    LRUC_UNROLL\n    for (int u = 0; u < 8; ++u)\n";
+    add("values[u]", "indices[u]", "e + u * stride");
+    os << "  }\n"
+       << "  for (; e < updates; e += stride) {\n"
+       << "    const int64_t index = in1[e];\n";
+    add(valueAt("e"), "index", "e");
+    os << "  }\n"
+       << "  if (bad >= 0 && threadIdx.x % 32 == 0)\n    "
+       << report("bad", "badIndex") << "  __syncthreads();\n"
        << "  for (int r = threadIdx.x; r < " << rows
        << " * 32; r += blockDim.x) {\n"
        << "    const int64_t c = column - threadIdx.x % 32 + r % 32;\n"
