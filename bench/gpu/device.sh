@@ -15,9 +15,7 @@
 #                                       model against its depth-1 copy),
 #                                       step mode per token (a CUDA graph,
 #                                       and kernel by kernel), device memory
-#                                       (lruc-bench-gpu); Text, ListOps and
-#                                       Path-X with scan blocks of 8 warps
-#                                       against the default 16
+#                                       (lruc-bench-gpu)
 #   device.sh train [STEPS]             lru-train on the GPU and on the CPU
 #                                       (ListOps shrunk, generated data):
 #                                       the same losses and parameters within
