@@ -18,14 +18,12 @@
 #include "CudaEmitter.h"
 #include "EmitSupport.h"
 #include "lruc/Codegen.h"
-#include "lruc/core/Random.h"
 
 #include "lru/LRUOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <string>
@@ -102,8 +100,9 @@ private:
   /// Starts the op's kernel (its name: the function, the op's index and
   /// `suffix`) with `B`, the status block, `inputs` (const) and `outputs`.
   /// A kernel of `blockThreads` threads a block other than the usual
-  /// kCudaBlockThreads says so to ptxas (__launch_bounds__), which then
-  /// keeps its registers within what such a block may have.
+  /// kCudaBlockThreads says so to ptxas (__launch_bounds__), with the
+  /// blocks an SM must hold (kCudaMinResidentThreads), which then keeps its
+  /// registers within what that many blocks may have.
   void begin(Operation *op, StringRef suffix, std::string threads,
              ArrayRef<Value> inputs, ArrayRef<Value> outputs,
              bool blockPerOutput = false,
@@ -117,7 +116,8 @@ private:
     llvm::append_range(launch.operands, outputs);
     os << "extern \"C\" __global__ void ";
     if (blockThreads != kCudaBlockThreads)
-      os << "__launch_bounds__(" << blockThreads << ") ";
+      os << "__launch_bounds__(" << blockThreads << ", "
+         << std::max(1, kCudaMinResidentThreads / blockThreads) << ") ";
     os << name << "(int64_t B, lruc::gpu::Status *status";
     auto param = [&](Value v, bool input, size_t n) {
       std::string type = (input ? "const " : "") + elementType(v.getType()) +
@@ -503,8 +503,11 @@ private:
          << "), carryim = lruc::gpu::imag(" << initValue << ");\n";
     else
       os << "  float carry = " << initValue << ";\n";
-    os << "  __shared__ float tileEnd[kWarps][32][" << 2 * parts.size()
-       << "];\n";
+    // A warp's (end, product) pairs as one 16-byte (complex) or 8-byte
+    // access: every thread reads all the warps' in the chaining loop.
+    const std::string endType =
+        complex ? "lruc::gpu::Float4" : "lruc::gpu::Float2";
+    os << "  __shared__ " << endType << " tileEnd[kWarps][32];\n";
     // A complex input's parts side by side: one 8-byte store and load a
     // step (Nsight Compute found the shared-memory queue a sixth of a
     // scan's stalls).
@@ -528,7 +531,7 @@ private:
     // them (independent of the state) are in flight at once, a scan being
     // otherwise bound by one memory latency a step; a partial run (the
     // sequence's last tile, lanes past the last channel) step by step.
-    auto writeSteps = [&](llvm::function_ref<LogicalResult()> body) {
+    auto writeSteps = [&](llvm::function_ref<LogicalResult(bool whole)> body) {
       for (bool whole : {true, false}) {
         if (whole)
           os << "    if (active && k2 - k1 == kStepsPerThread) {\n"
@@ -543,36 +546,58 @@ private:
            << "    const bool real = t < length;\n"
            << "    const int64_t o = s * " << layout.steps << " + t;\n"
            << "    const int64_t i = o * " << layout.last << " + j;\n";
-        if (failed(body()))
+        if (failed(body(whole)))
           return failure();
         os << "    }\n";
       }
       os << "    }\n";
       return success();
     };
-    // Pass 1: from zero, the end state and the product of λ; each step's
-    // scan input kept in tileInput, the thread's own column.
+    // Pass 1a: each step's scan input into tileInput, and in a whole run
+    // into registers too (tileB). The steps are independent here, so all
+    // their loads are in flight before the recurrence waits on the first
+    // (with the recurrence in the same loop ptxas kept 4-5 of a run's 8
+    // loads in flight).
     const std::string cached = "tileInput[k - k1][threadIdx.x]";
-    declare("state", "0.0f");
-    declare("product", "1.0f");
-    if (failed(writeSteps([&] {
+    const std::string valueType = complex ? "cfloat" : "float";
+    os << "    " << valueType << " tileB[kStepsPerThread];\n";
+    if (failed(writeSteps([&](bool whole) {
           return element.writeElement(
-              os, stateNamed, sumOf, {},
-              [](StringRef part) { return "product" + part.str(); },
+              os, nullptr, sumOf, {}, nullptr,
               [&](llvm::raw_ostream &k, StringRef b) {
                 if (complex)
                   k << "    " << cached << " = lruc::gpu::Float2{{" << b
                     << ".real(), " << b << ".imag()}};\n";
                 else
                   k << "    " << cached << " = " << b << ";\n";
+                if (whole)
+                  k << "    tileB[k - k1] = " << b << ";\n";
                 return b.str();
               });
         })))
       return failure();
+    // Pass 1b: from zero, the end state and the product of λ.
+    auto cachedInput = [&](bool whole) {
+      if (whole)
+        return std::string("tileB[k - k1]");
+      return complex ? "cfloat(" + cached + ".v[0], " + cached + ".v[1])"
+                     : cached;
+    };
+    declare("state", "0.0f");
+    declare("product", "1.0f");
+    if (failed(writeSteps([&](bool whole) {
+          return element.writeElement(
+              os, stateNamed, sumOf, {},
+              [](StringRef part) { return "product" + part.str(); },
+              [&](llvm::raw_ostream &, StringRef) {
+                return cachedInput(whole);
+              });
+        })))
+      return failure();
+    os << "    tileEnd[warp][lane] = " << endType << "{{";
     for (auto [n, part] : llvm::enumerate(parts))
-      os << "    tileEnd[warp][lane][" << 2 * n << "] = state" << part
-         << ";\n    tileEnd[warp][lane][" << 2 * n + 1 << "] = product"
-         << part << ";\n";
+      os << (n ? ", " : "") << "state" << part << ", product" << part;
+    os << "}};\n";
     os << "    __syncthreads();\n";
     // A chunk after the first starts from the end state of the chunk
     // before, which another block hands on.
@@ -597,17 +622,16 @@ private:
       os << "      if (w == warp)\n        state" << part << " = carry"
          << part << ";\n";
     if (complex)
-      os << "      const float endre = tileEnd[w][lane][0], pre = "
-            "tileEnd[w][lane][1];\n"
-         << "      const float endim = tileEnd[w][lane][2], pim = "
-            "tileEnd[w][lane][3];\n"
+      os << "      const lruc::gpu::Float4 end = tileEnd[w][lane];\n"
+         << "      const float endre = end.v[0], pre = end.v[1];\n"
+         << "      const float endim = end.v[2], pim = end.v[3];\n"
          << "      const float nextre = pre * carryre - pim * carryim + "
             "endre;\n"
          << "      carryim = pre * carryim + pim * carryre + endim;\n"
          << "      carryre = nextre;\n";
     else
-      os << "      carry = tileEnd[w][lane][1] * carry + "
-            "tileEnd[w][lane][0];\n";
+      os << "      const lruc::gpu::Float2 end = tileEnd[w][lane];\n"
+         << "      carry = end.v[1] * carry + end.v[0];\n";
     os << "    }\n";
     // The chunk's end state, handed on as soon as it is known.
     if (chained)
@@ -621,13 +645,10 @@ private:
     // from tileInput, so that what only computed it is not read again
     // (with a block per chunk of steps, about 40% of those re-reads
     // missed L2 on an H100).
-    if (failed(writeSteps([&] {
+    if (failed(writeSteps([&](bool) {
           return element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
                                       [&](llvm::raw_ostream &, StringRef) {
-                                        return complex ? "cfloat(" + cached +
-                                                             ".v[0], " +
-                                                             cached + ".v[1])"
-                                                       : cached;
+                                        return cachedInput(false);
                                       });
         })))
       return failure();
@@ -1097,15 +1118,11 @@ private:
   /// would make a warp's loads and stores touch four times the sectors
   /// they use (on an H100, L2 busy 97% of the time and DRAM 40%).
   LogicalResult emitDropoutMask(lru::DropoutMaskOp op) {
-    double rate = op.getRate().convertToDouble();
     std::string count = countExpr(op.getX());
     std::string blocks = "(" + count + " + 3) / 4";
     begin(op, "", blocks, {op.getX(), op.getKey()}, {op.getResult()});
-    std::string keep = "(words[w] >> 8) >= " +
-                       std::to_string(core::dropoutThreshold(rate)) + "u";
-    std::string scale;
-    llvm::raw_string_ostream(scale)
-        << llvm::format("%.17g", core::dropoutScale(rate));
+    std::string keep = "(words[w] >> 8) >= " + FusedBody::thresholdOf(op);
+    std::string scale = FusedBody::scaleOf(op);
     os << "  const bool whole = lruc::gpu::aligned16(in0, out0);\n";
     gridLoop(blocks);
     os << "    uint32_t words[4];\n"

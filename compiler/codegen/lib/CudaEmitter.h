@@ -21,6 +21,12 @@ namespace lruc {
 
 /// Threads a block of every launch but the scans (CudaLaunch::blockThreads).
 constexpr int kCudaBlockThreads = 256;
+/// Threads an SM keeps resident at least for a kernel of larger blocks
+/// (the scans): ptxas is told the blocks an SM must hold
+/// (`__launch_bounds__`'s second argument), so that it keeps a thread's
+/// registers within 64 (of an sm_80/sm_90 SM's 65 536 for 2 048 threads)
+/// instead of letting a scan drop to one block of 16 warps an SM.
+constexpr int kCudaMinResidentThreads = 1024;
 /// Blocks of a grid-stride kernel at most: about two waves of eight
 /// blocks an SM on a 132-SM device. A thread then takes many elements, so
 /// its set-up (parameters, indices, the loop's trip count) is paid once

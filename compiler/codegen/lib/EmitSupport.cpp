@@ -224,6 +224,13 @@ std::string FusedBody::thresholdOf(lru::DropoutMaskOp dropout) {
          "u";
 }
 
+std::string FusedBody::scaleOf(lru::DropoutMaskOp dropout) {
+  std::string scale;
+  llvm::raw_string_ostream(scale) << llvm::format(
+      "%.17g", core::dropoutScale(dropout.getRate().convertToDouble()));
+  return scale;
+}
+
 void FusedBody::writeConstants(llvm::raw_ostream &k) {
   for (Operation &inner : op.getBody().front().without_terminator()) {
     auto constant = dyn_cast<arith::ConstantOp>(inner);
@@ -328,6 +335,8 @@ LogicalResult FusedBody::writeElement(
       std::string b = scalars.lookup(scan.getB());
       if (scanInputOf)
         b = scanInputOf(k, b);
+      if (!stateOf)
+        return success(); // only the scan's input was wanted
       if (isComplex(scan.getType())) {
         // x = lambda * x + b on the parts.
         std::string lv = name + "l", bv = name + "b", re = name + "re",
@@ -377,9 +386,7 @@ LogicalResult FusedBody::writeElement(
       k << "    const float " << x << " = " << scalars.lookup(dropout.getX())
         << ";\n"
         << "    const float " << name << " = " << keepOf(dropout)
-        << " ? float(double(" << x << ") * "
-        << llvm::format("%.17g",
-                        core::dropoutScale(dropout.getRate().convertToDouble()))
+        << " ? float(double(" << x << ") * " << scaleOf(dropout)
         << ") : 0.0f;\n";
       scalars[dropout.getResult()] = name;
       continue;

@@ -146,6 +146,9 @@ public:
   /// "1677722u".
   std::string keyAndSiteOf(::lru::DropoutMaskOp dropout) const;
   static std::string thresholdOf(::lru::DropoutMaskOp dropout);
+  /// A kept value's scale (runtime/core's dropoutScale of the rate) as a
+  /// C++ double literal that reads back exactly: "1.3333333333333333".
+  static std::string scaleOf(::lru::DropoutMaskOp dropout);
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);
   /// One element; `outputs` are the arrays of the group's results.
@@ -158,7 +161,9 @@ public:
   /// step is what it returns, given the C++ name of b as the group computes
   /// it (written before; the caller may write statements to `k`): a pass
   /// over a tile can keep b where it was computed for the next pass to
-  /// read instead of computing it again.
+  /// read instead of computing it again. Without `stateOf` the element
+  /// ends there: the code up to the scan's input, and no recurrence (a
+  /// pass that only computes and keeps b).
   /// `keepOf` (a group with dropouts) names, as a C++ bool, whether the
   /// dropout keeps the element: the caller draws the decisions (Philox, a
   /// block per four neighbours) for a row or a warp's elements at once.

@@ -31,7 +31,7 @@ typedef unsigned long long uint64_t;
 #define __host__
 #define __global__
 #define __shared__ static
-#define __launch_bounds__(threads)
+#define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 struct lruc_sim_index {
   unsigned x;
