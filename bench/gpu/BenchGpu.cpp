@@ -1,6 +1,6 @@
 //===- BenchGpu.cpp - A model library's speed on a GPU --------------------===//
 //
-//   lruc-bench-gpu model.so BATCH ITERS
+//   lruc-bench-gpu model.so BATCH ITERS [--kernels FILE.csv]
 //
 // Runs a model library's GPU schedule (lruc_gpu.h) through
 // lruc::cuda::Device on random inputs: train steps per second (ITERS steps
@@ -13,11 +13,15 @@
 // kernels summed) in one timed forward and one timed backward; and step
 // mode's time per token at batch 1 and BATCH, each step's inputs uploaded
 // and predictions read back (what streaming costs an application). Exits 1
-// with the reason on a machine without a GPU. Figures: docs/performance.md.
+// with the reason on a machine without a GPU. With --kernels, every kernel
+// of the timed forward and backward as a CSV row (call, kernel, launches,
+// ms, bytes, GB/s, fraction of the copy's bandwidth), so that two
+// libraries' runs compare kernel by kernel. Figures: docs/performance.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../common/BenchSupport.h"
+#include "lruc/core/Files.h"
 #include "lruc/cuda/DeferredStatus.h"
 #include "lruc/cuda/Device.h"
 #include "lruc/host/GpuModel.h"
@@ -69,8 +73,13 @@ struct Arrays {
 } // namespace
 
 int main(int argc, char **argv) try {
-  if (argc != 4)
-    return fail("usage: lruc-bench-gpu model.so BATCH ITERS");
+  const char *usage = "usage: lruc-bench-gpu model.so BATCH ITERS "
+                      "[--kernels FILE.csv]";
+  std::string kernelsCsv;
+  if (argc == 6 && std::string(argv[4]) == "--kernels")
+    kernelsCsv = argv[5];
+  else if (argc != 4)
+    return fail(usage);
   const int64_t batch = std::atoll(argv[2]);
   const int iters = std::atoi(argv[3]);
   if (batch <= 0 || iters <= 0)
@@ -319,6 +328,7 @@ int main(int argc, char **argv) try {
   // Each kernel's achieved bandwidth: the bytes of its arrays
   // (lruc_gpu_model::kernel_bytes) over its time, one timed call each of
   // forward and backward, against the copy bandwidth.
+  std::string csv = "call,kernel,launches,ms,bytes,gb_per_s,of_copy\n";
   auto bytesOf = [&](int k) {
     return double(g->kernel_bytes[2 * k] * batch + g->kernel_bytes[2 * k + 1]);
   };
@@ -341,6 +351,12 @@ int main(int argc, char **argv) try {
       if (!launches[size_t(k)])
         continue;
       allMs += ms[size_t(k)];
+      const double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
+      char row[256];
+      std::snprintf(row, sizeof row, "%s,%s,%lld,%.6f,%.0f,%.1f,%.4f\n", what,
+                    g->kernels[k], (long long)launches[size_t(k)],
+                    ms[size_t(k)], bytesOf(k), rate / 1e9, rate / bandwidth);
+      csv += row;
       // A scan group's kernel is FUNCTION_OP_scan (not the chain's reset,
       // FUNCTION_scan_chain_reset, which moves no arrays).
       const std::string name = g->kernels[k];
@@ -395,6 +411,9 @@ int main(int argc, char **argv) try {
       throw std::runtime_error(message);
   });
   timedCall("backward", [&] { backward(ops); });
+  if (!kernelsCsv.empty() &&
+      !lruc::core::writeFileAtomically(kernelsCsv, csv, error))
+    return fail(error);
   return 0;
 } catch (const std::exception &e) {
   return fail(e.what());

@@ -15,7 +15,11 @@
 #                                       model against its depth-1 copy),
 #                                       step mode per token (a CUDA graph,
 #                                       and kernel by kernel), device memory
-#                                       (lruc-bench-gpu)
+#                                       (lruc-bench-gpu); every kernel's
+#                                       time in kernels-MODEL.csv, and
+#                                       beside a kit's baseline libraries
+#                                       kernel by kernel
+#                                       (kernels-MODEL-vs-base.csv)
 #   device.sh train [STEPS]             lru-train on the GPU and on the CPU
 #                                       (ListOps shrunk, generated data):
 #                                       the same losses and parameters within
@@ -132,7 +136,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
     if ! "$kit/bin/lruc-bench-gpu" "$kit/models/$name.so" "$batch" "$iters" \
-        2>&1 | tee "$out/bench-$name.log"; then
+        --kernels "$out/kernels-$name.csv" 2>&1 | tee "$out/bench-$name.log"; then
       status=1
       continue
     fi
@@ -174,7 +178,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     [ -f "$kit/models/$name.base.so" ] || continue
     batch="$(cat "$kit/models/$name.batch")"
     if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.base.so" "$batch" "$iters" \
-        > "$out/bench-$name-base.log" 2>&1; then
+        --kernels "$out/kernels-$name-base.csv" > "$out/bench-$name-base.log" 2>&1; then
       for log in "$out/bench-$name-base.log" "$out/bench-$name.log"; do
         awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo new || echo base)" '
           /^train_step  / { steps = $4 }
@@ -184,6 +188,19 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
           END { printf "%-16s %8s steps/s, tf32 %8s, scan fwd %s, bwd %s, memory %s\n",
                 what, steps, tf32, scan[1], scan[2], memory }' "$log"
       done >> "$summary"
+      # Kernel by kernel, where the two libraries name a kernel alike (the
+      # same IR, another emitter): base ms, new ms, new / base; the slowest
+      # base kernels first.
+      awk -F, 'NR == FNR { if (FNR > 1) base[$1 "," $2] = $4; next }
+        FNR > 1 && ($1 "," $2) in base {
+          printf "%s,%s,%.4f,%.4f,%.3f\n", $1, $2, base[$1 "," $2], $4,
+            $4 / base[$1 "," $2] }' \
+        "$out/kernels-$name-base.csv" "$out/kernels-$name.csv" |
+        sort -t, -k3,3 -g -r > "$out/kernels-$name-vs-base.csv"
+      { echo "$name kernels, base ms -> new ms (new / base), slowest 12:"
+        head -12 "$out/kernels-$name-vs-base.csv" |
+          awk -F, '{ printf "  %-8s %-28s %8.3f -> %8.3f (%.3f)\n", $1, $2, $3, $4, $5 }'
+      } >> "$summary"
     else
       cat "$out/bench-$name-base.log"
       status=1

@@ -35,7 +35,10 @@ for name in "${names[@]}"; do
   file="$root/models/$name.lru"
   [ -f "$file" ] || file="$root/examples/$name.lru"
   [ -f "$file" ] || { echo "kit.sh: no model $name in models/ or examples/" >&2; exit 2; }
-  sed -n 's/^ *batch \([0-9]*\).*/\1/p' "$file" | head -1 > "$stage/models/$name.batch"
+  # The model's training batch (the language's default, 32, where it
+  # names none).
+  batch="$(sed -n 's/^ *batch \([0-9]*\).*/\1/p' "$file" | head -1)"
+  echo "${batch:-32}" > "$stage/models/$name.batch"
   # The architecture, for bench/compare/gpu.py's JAX and PyTorch models.
   "$bin/lruc" "$file" --no-train --emit=ast > "$stage/models/$name.ast"
   echo "kit.sh: lruc $file --portable" >&2

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU kit (bench/gpu/kit.sh) packed with one model, unpacked elsewhere
 # and run by its device.sh on the simulated CUDA driver: the archive holds
-# what device.sh needs, its check passes, and so does its train
-# (ctest's gpu-kit-simulated).
+# what device.sh needs, its check passes, and so do its train and its
+# bench's kernel tables (ctest's gpu-kit-simulated).
 #   gpu-kit-simulated.sh BIN_DIR SIMULATED_CUDA_LIBRARY WORK_DIR
 set -euo pipefail
 bin="$1" simulated="$2" work="$3"
@@ -48,4 +48,20 @@ fi
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   LRUC_SIMULATED_KERNELS="$kit/train/listops.kernels.so" \
   "$kit/device.sh" train 4
+# device.sh bench, 2 steps: every kernel's time in a CSV, and beside the
+# baseline's library (here the same build's) kernel by kernel.
+LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
+  LRUC_SIMULATED_KERNELS="$kit/models/tiny.kernels.so" \
+  "$kit/device.sh" bench 2 tiny > "$work/bench.log"
+head -1 "$work/out/kernels-tiny.csv" |
+  grep -qx 'call,kernel,launches,ms,bytes,gb_per_s,of_copy'
+for call in forward backward; do
+  grep -q "^$call,${call}_[0-9]*_scan,1," "$work/out/kernels-tiny.csv" ||
+    { echo "kernels-tiny.csv has no $call scan" >&2; exit 1; }
+done
+# Same library, same kernels: each of the base's rows has its match.
+[ "$(wc -l < "$work/out/kernels-tiny-vs-base.csv")" -eq \
+  "$(( $(wc -l < "$work/out/kernels-tiny-base.csv") - 1 ))" ] ||
+  { echo "kernels-tiny-vs-base.csv lacks kernels" >&2; exit 1; }
+grep -q "^tiny kernels, base ms -> new ms" "$work/out/bench-summary.txt"
 [ "$(cached)" = "$before" ] || { echo "NVRTC ran: the kit's PTX was not used" >&2; exit 1; }
