@@ -48,6 +48,7 @@ __attribute__((visibility("default"))) void (*lruc_sim_wait)(int warp);
 #define blockDim (lruc_sim_now.blockDim)
 #define gridDim (lruc_sim_now.gridDim)
 inline void __syncthreads() { lruc_sim_wait(-1); }
+inline float __fdividef(float x, float y) { return x / y; }
 /// Lane + offset's `value` (the lane's own past the warp's end): each lane
 /// writes its value into one of two exchange rows, waits for its warp, then
 /// reads. Two rows, alternating per lane: a lane's next shuffle cannot
@@ -168,8 +169,13 @@ __device__ inline float rsqrt(float x) { return 1.0f / sqrtf(x); }
 __device__ inline float tanh(float x) { return tanhf(x); }
 __device__ inline float max(float a, float b) { return fmaxf(a, b); }
 
-/// 1 / (1 + e^-x); 0 or 1 (never NaN) where e^-x overflows.
-__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/// 1 / (1 + e^-x); 0 or 1 (never NaN) where e^-x overflows. The fast
+/// division (2 ulp, 0 past 2^126): IEEE division's rarely taken slow path
+/// is a call that ptxas moves no loads across, so in an unrolled tile each
+/// row's loads waited for the row before's sigmoid.
+__device__ inline float sigmoid(float x) {
+  return __fdividef(1.0f, 1.0f + expf(-x));
+}
 
 /// log(1 + e^x), no overflow: x + log1p(e^-x) for x > 0.
 __device__ inline float softplus(float x) {
