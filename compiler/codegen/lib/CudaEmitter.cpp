@@ -559,8 +559,7 @@ private:
     // (with the recurrence in the same loop ptxas kept 4-5 of a run's 8
     // loads in flight).
     const std::string cached = "tileInput[k - k1][threadIdx.x]";
-    const std::string valueType = complex ? "cfloat" : "float";
-    os << "    " << valueType << " tileB[kStepsPerThread];\n";
+    os << "    " << elementType(scan.getType()) << " tileB[kStepsPerThread];\n";
     if (failed(writeSteps([&](bool whole) {
           return element.writeElement(
               os, nullptr, sumOf, {}, nullptr,
