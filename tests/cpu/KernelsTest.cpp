@@ -1038,6 +1038,34 @@ struct ThreadCountGuard {
   ~ThreadCountGuard() { lruc::cpu::setThreadCount(saved); }
 };
 
+// Weight gradients (y [n, k] = x^T w over many rows, matmulTN) with the
+// rows enough for two or more parts are summed in parts of the rows, one
+// a thread, then added: every element is its plain sum on pools of one to
+// eight threads, a part boundary inside the rows whatever the count, and
+// a second call (the partial blocks reused) gives the same.
+TEST(CpuThreads, WeightGradientsSplitTheirSums) {
+  ThreadCountGuard guard;
+  const int64_t rows = 3 * 4096 + 17, n = 9, k = 21;
+  std::vector<float> x = values<float>(rows * n, 0.4),
+                     w = values<float>(rows * k, 1.1);
+  std::vector<double> expected(size_t(n * k), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        expected[size_t(i * k + j)] +=
+            double(x[size_t(r * n + i)]) * double(w[size_t(r * k + j)]);
+  for (int threads : {1, 2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    for (int call = 0; call < 2; ++call) {
+      std::vector<float> y(size_t(n * k), -7.0f);
+      lruc::cpu::matmulTN(x.data(), w.data(), rows, n, k, y.data());
+      for (size_t e = 0; e < y.size(); ++e)
+        ASSERT_NEAR(y[e], expected[e], 1e-5 * (1 + std::abs(expected[e])))
+            << threads << " threads, element " << e << ", call " << call;
+    }
+  }
+}
+
 // Products computed together (lru.together runs, epilogues with few rows):
 // each y is its own product's plain sums, every column written once,
 // whether the threads split the columns of all of them (few rows, sizes

@@ -800,11 +800,46 @@ void gemmByColumns(const Gemm *gemms, size_t count) {
   });
 }
 
-/// Independent products, split across lruc's threads: by rows one after
-/// another where they have rows for every thread, else together by
-/// columns (in regions of up to kBatch products). BLAS rejects a leading
-/// dimension of 0 and does nothing for k = 0, so empty products are
-/// handled here.
+// A weight gradient (A^T B over every step of the batch: a small C, a
+// long k) splits k instead, when each part keeps at least this many steps
+// and C at most kSplitKMostOutputs floats. Split by rows, each thread
+// reads all of B and multiplies half-height panels; split by k, each
+// reads half of A and B once. OpenBLAS on one core of a 2-core AMD EPYC
+// (Zen 5, Cooperlake kernels), k = 50176 halved either way: 64 x 32 from
+// 2.33 to 1.87 ms a thread, 128 x 128 12.2 -> 10.4, 256 x 256 38.9 -> 36.4.
+constexpr int64_t kSplitKLeastSteps = 4096;
+constexpr int64_t kSplitKMostOutputs = int64_t(1) << 18;
+
+/// C = A^T B, A [k, m] and B [k, n], as `parts` products over ranges of
+/// k, added in order: the first part into C, the others into a scratch
+/// block of this thread's, reused between calls.
+void gemmSplitK(const Gemm &g, int64_t parts) {
+  thread_local std::vector<float> partials;
+  const int64_t outputs = g.m * g.n;
+  partials.resize(size_t((parts - 1) * outputs));
+  float *scratch = partials.data();
+  parallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int64_t k0 = p * g.k / parts, k1 = (p + 1) * g.k / parts;
+      // A's and B's leading dimensions (m, n) do not depend on k.
+      gemmPart(true, false, g.m, g.n, k1 - k0, g.a + k0 * g.m, g.b + k0 * g.n,
+               p ? scratch + (p - 1) * outputs : g.c, 0, g.m, 0, g.n);
+    }
+  });
+  parallelFor(outputs, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t p = 1; p < parts; ++p) {
+      const float *part = scratch + (p - 1) * outputs;
+      for (int64_t i = i0; i < i1; ++i)
+        g.c[i] += part[i];
+    }
+  });
+}
+
+/// Independent products, split across lruc's threads: a weight gradient
+/// by k (gemmSplitK), others by rows one after another where they have
+/// rows for every thread, else together by columns (in regions of up to
+/// kBatch products). BLAS rejects a leading dimension of 0 and does
+/// nothing for k = 0, so empty products are handled here.
 class GemmsTogether {
 public:
   void add(const Gemm &g) {
@@ -812,6 +847,13 @@ public:
       return;
     if (g.k == 0) {
       std::fill(g.c, g.c + g.m * g.n, 0.0f);
+      return;
+    }
+    const int64_t kParts =
+        std::min<int64_t>(threadCount(), g.k / kSplitKLeastSteps);
+    if (g.transA && !g.transB && kParts > 1 &&
+        g.m * g.n <= kSplitKMostOutputs) {
+      gemmSplitK(g, kParts);
       return;
     }
     int64_t grain = rowGrain(g);
