@@ -1299,14 +1299,17 @@ TEST(CpuThreads, DropoutMaskDoesNotDependOnTheThreadCount) {
 }
 
 // A fused loop's row of keep decisions: any start (inside a Philox block
-// or on one), any length (past several groups of blocks or within one),
-// element by element runtime/core's decision.
+// or on one), any length (runs of one, two and four interleaved groups of
+// blocks, the narrow tail, or within one block), a block counter whose low
+// word wraps inside a run, element by element runtime/core's decision.
 TEST(CpuKernelsDropout, KeepsOfARowAreCoresDecisions) {
   const int64_t key[2] = {int64_t(1) << 35, 9};
   const double rate = 0.25;
   const uint32_t site = 3, threshold = lruc::core::dropoutThreshold(rate);
-  for (int64_t first : {0, 1, 3, 4, 250, 1021})
-    for (int64_t count : {1, 2, 5, 64, 127, 256, 300}) {
+  const int64_t wrapping = 4 * ((int64_t(1) << 32) - 5) + 2;
+  for (int64_t first : {int64_t(0), int64_t(1), int64_t(3), int64_t(4),
+                        int64_t(250), int64_t(1021), wrapping})
+    for (int64_t count : {1, 2, 5, 32, 64, 127, 256, 300, 1000}) {
       std::vector<uint32_t> keep(size_t(count) + 1, 7u);
       lruc::cpu::dropoutKeeps(key, site, threshold, first, count, keep.data());
       for (int64_t e = 0; e < count; ++e)
