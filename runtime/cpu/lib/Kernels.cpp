@@ -805,7 +805,7 @@ void gemmByColumns(const Gemm *gemms, size_t count) {
 // and C at most kSplitKMostOutputs floats. Split by rows, each thread
 // reads all of B and multiplies half-height panels; split by k, each
 // reads half of A and B once. OpenBLAS on one core of a 2-core AMD EPYC
-// (Zen 5, Cooperlake kernels), k = 50176 halved either way: 64 x 32 from
+// (Zen 4, Cooperlake kernels), k = 50176 halved either way: 64 x 32 from
 // 2.33 to 1.87 ms a thread, 128 x 128 12.2 -> 10.4, 256 x 256 38.9 -> 36.4.
 constexpr int64_t kSplitKLeastSteps = 4096;
 constexpr int64_t kSplitKMostOutputs = int64_t(1) << 18;
@@ -1091,7 +1091,7 @@ inline void mulHiLo(uint32_t m, typename PhiloxVectors<Lanes>::Words c,
 /// word j of core::philox4x32 of the counter {b, b >> 32, site, step}),
 /// into keep. Groups independent chains of rounds, interleaved, so that one
 /// group's multiplies run while another's wait for theirs (one AVX-512
-/// group: 0.74 ns an element on a Zen 5 core, bound by the rounds' latency;
+/// group: 0.74 ns an element on a Zen 4 core, bound by the rounds' latency;
 /// two 0.55, four 0.46). The decisions are made and put in element order
 /// in vectors (the word-by-word transposition after a scalar compare cost
 /// about as much as the rounds). Not inlined: dropoutKeeps, called a row at
