@@ -849,11 +849,11 @@ public:
       std::fill(g.c, g.c + g.m * g.n, 0.0f);
       return;
     }
-    const int64_t kParts =
+    const int64_t stepParts =
         std::min<int64_t>(threadCount(), g.k / kSplitKLeastSteps);
-    if (g.transA && !g.transB && kParts > 1 &&
+    if (g.transA && !g.transB && stepParts > 1 &&
         g.m * g.n <= kSplitKMostOutputs) {
-      gemmSplitK(g, kParts);
+      gemmSplitK(g, stepParts);
       return;
     }
     int64_t grain = rowGrain(g);
