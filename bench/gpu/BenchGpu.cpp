@@ -278,9 +278,9 @@ int main(int argc, char **argv) try {
   int64_t side = 128;
   auto squareGemm = [&] {
     if (ops->gemm(ops->context, 0, 0, side, side, side,
-                  static_cast<const float *>(copyFrom), side,
-                  static_cast<const float *>(copyFrom) + side * side, side,
-                  static_cast<float *>(copyTo), side))
+                  static_cast<const float *>(copyFrom), side, 0,
+                  static_cast<const float *>(copyFrom) + side * side, side, 0,
+                  static_cast<float *>(copyTo), side, 0, 1))
       throw std::runtime_error("cuBLAS failed on a square product");
   };
   for (;; side *= 2) {

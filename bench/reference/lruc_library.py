@@ -335,7 +335,7 @@ class StepStream:
 # calls run on the simulated driver of tests/cuda ($LRUC_CUDA_DRIVER,
 # $LRUC_CUBLAS and $LRUC_SIMULATED_KERNELS).
 
-GPU_ABI_VERSION = 3
+GPU_ABI_VERSION = 4
 COPY_HOST_TO_DEVICE, COPY_DEVICE_TO_HOST = 1, 2
 
 _vp = ctypes.c_void_p

@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define LRUC_GPU_ABI_VERSION 3u
+#define LRUC_GPU_ABI_VERSION 4u
 
 /* Directions of lruc_gpu_ops.copy. */
 enum {
@@ -54,11 +54,15 @@ typedef struct lruc_gpu_ops {
    * `block_per_output`: a block reduction (its threads cooperate). */
   int (*launch)(void *context, int32_t kernel, int64_t blocks,
                 int32_t threads, int32_t block_per_output, void **args);
-  /* Row-major C[m, n] = op(A) op(B), op(X) = X, or X transposed when its
-   * flag is set; lda, ldb, ldc: the row strides of A, B, C as stored. */
+  /* `count` independent row-major products C_i[m, n] = op(A_i) op(B_i),
+   * op(X) = X, or X transposed when its flag is set; lda, ldb, ldc: the row
+   * strides of A, B, C as stored; A_i = a + i * stride_a floats, and so on
+   * for B and C. A stride may be zero (every product reads the same A or B)
+   * or negative; no C_i overlaps another product's operands. */
   int (*gemm)(void *context, int32_t trans_a, int32_t trans_b, int64_t m,
               int64_t n, int64_t k, const float *a, int64_t lda,
-              const float *b, int64_t ldb, float *c, int64_t ldc);
+              int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+              float *c, int64_t ldc, int64_t stride_c, int64_t count);
   /* `bytes` from `src` to `dst`, in the direction `kind` (LRUC_COPY_*),
    * in order with the launches and GEMMs. `src` may be reused once it
    * returns; a copy to the host has completed when it returns. */

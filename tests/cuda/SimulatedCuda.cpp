@@ -955,25 +955,26 @@ LRUC_EXPORT int cublasSetMathMode(void *handle, int mode) {
   return kBlasSuccess;
 }
 
-/// Column-major C[m, n] = alpha op(A) op(B) + beta C, cuBLAS's contract
-/// (in TF32 math mode, A and B rounded to TF32 first).
-LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
-                               int n, int k, const float *alpha,
-                               const float *a, int lda, const float *b,
-                               int ldb, const float *beta, float *c,
-                               int ldc) {
+/// `count` column-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta
+/// C_i, A_i = a + i * strideA floats and so on (in TF32 math mode, A and B
+/// rounded to TF32 first): cuBLAS's contract for `name`.
+static int sgemmBatch(const char *name, void *handle, int transA, int transB,
+                      int m, int n, int k, const float *alpha, const float *a,
+                      int lda, long long strideA, const float *b, int ldb,
+                      long long strideB, const float *beta, float *c, int ldc,
+                      long long strideC, int count) {
   if (!handle)
     return kBlasNotInitialized;
   const int rowsA = transA == kBlasOpN ? m : k;
   const int rowsB = transB == kBlasOpN ? k : n;
   if ((transA != kBlasOpN && transA != kBlasOpT) ||
-      (transB != kBlasOpN && transB != kBlasOpT) || m < 0 || n < 0 ||
-      k < 0 || lda < std::max(1, rowsA) || ldb < std::max(1, rowsB) ||
-      ldc < std::max(1, m) || !alpha || !beta)
+      (transB != kBlasOpN && transB != kBlasOpT) || m < 0 || n < 0 || k < 0 ||
+      lda < std::max(1, rowsA) || ldb < std::max(1, rowsB) ||
+      ldc < std::max(1, m) || !alpha || !beta || count < 0)
     return kBlasInvalidValue;
   if (contextError())
     return kBlasExecutionFailed;
-  if (m == 0 || n == 0)
+  if (m == 0 || n == 0 || count == 0)
     return kBlasSuccess;
   // Each operand's extent, as cuBLAS reads it: `cols` columns of `ld`.
   auto extent = [](int rows, int cols, int ld) {
@@ -981,15 +982,21 @@ LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
   };
   const int colsA = transA == kBlasOpN ? k : m;
   const int colsB = transB == kBlasOpN ? n : k;
-  if ((k > 0 && (!insideDeviceMemory(uintptr_t(a), extent(rowsA, colsA, lda)) ||
-                 !insideDeviceMemory(uintptr_t(b), extent(rowsB, colsB, ldb)))) ||
-      !insideDeviceMemory(uintptr_t(c), extent(m, n, ldc))) {
-    report("cublasSgemm_v2: an operand outside device memory (m " +
-           std::to_string(m) + ", n " + std::to_string(n) + ", k " +
-           std::to_string(k) + ", lda " + std::to_string(lda) + ", ldb " +
-           std::to_string(ldb) + ", ldc " + std::to_string(ldc) + ")");
-    driver().stickyError = kLaunchFailed; // an illegal address, on a device
-    return kBlasExecutionFailed;
+  for (int i = 0; i < count; ++i) {
+    const float *ai = a + i * strideA, *bi = b + i * strideB;
+    const float *ci = c + i * strideC;
+    if ((k > 0 &&
+         (!insideDeviceMemory(uintptr_t(ai), extent(rowsA, colsA, lda)) ||
+          !insideDeviceMemory(uintptr_t(bi), extent(rowsB, colsB, ldb)))) ||
+        !insideDeviceMemory(uintptr_t(ci), extent(m, n, ldc))) {
+      report(std::string(name) + ": an operand outside device memory (m " +
+             std::to_string(m) + ", n " + std::to_string(n) + ", k " +
+             std::to_string(k) + ", lda " + std::to_string(lda) + ", ldb " +
+             std::to_string(ldb) + ", ldc " + std::to_string(ldc) +
+             ", product " + std::to_string(i) + ")");
+      driver().stickyError = kLaunchFailed; // an illegal address, on a device
+      return kBlasExecutionFailed;
+    }
   }
   ++static_cast<BlasHandle *>(handle)->gemms;
   // alpha and beta are read now (host pointer mode), the operands when the
@@ -998,21 +1005,44 @@ LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
   const bool tf32 = static_cast<BlasHandle *>(handle)->tf32;
   enqueue(static_cast<BlasHandle *>(handle)->stream, [=] {
     auto operand = [tf32](float x) { return double(tf32 ? roundToTf32(x) : x); };
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        double sum = 0;
-        for (int p = 0; p < k; ++p)
-          sum += operand(transA == kBlasOpN ? a[size_t(p) * lda + i]
-                                            : a[size_t(i) * lda + p]) *
-                 operand(transB == kBlasOpN ? b[size_t(j) * ldb + p]
-                                            : b[size_t(p) * ldb + j]);
-        float &out = c[size_t(j) * ldc + i];
-        // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
-        out = float(scaleAB * sum + (scaleC == 0.0 ? 0.0 : scaleC * out));
-      }
+    for (int product = 0; product < count; ++product) {
+      const float *ai = a + product * strideA, *bi = b + product * strideB;
+      float *ci = c + product * strideC;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          double sum = 0;
+          for (int p = 0; p < k; ++p)
+            sum += operand(transA == kBlasOpN ? ai[size_t(p) * lda + i]
+                                              : ai[size_t(i) * lda + p]) *
+                   operand(transB == kBlasOpN ? bi[size_t(j) * ldb + p]
+                                              : bi[size_t(p) * ldb + j]);
+          float &out = ci[size_t(j) * ldc + i];
+          // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
+          out = float(scaleAB * sum + (scaleC == 0.0 ? 0.0 : scaleC * out));
+        }
+    }
     return true;
   });
   return kBlasSuccess;
+}
+
+LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
+                               int n, int k, const float *alpha, const float *a,
+                               int lda, const float *b, int ldb,
+                               const float *beta, float *c, int ldc) {
+  return sgemmBatch("cublasSgemm_v2", handle, transA, transB, m, n, k, alpha, a,
+                    lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+}
+
+LRUC_EXPORT int
+cublasSgemmStridedBatched(void *handle, int transA, int transB, int m, int n,
+                          int k, const float *alpha, const float *a, int lda,
+                          long long strideA, const float *b, int ldb,
+                          long long strideB, const float *beta, float *c,
+                          int ldc, long long strideC, int count) {
+  return sgemmBatch("cublasSgemmStridedBatched", handle, transA, transB, m, n,
+                    k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
+                    strideC, count);
 }
 
 } // extern "C"

@@ -560,6 +560,50 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   EXPECT_TRUE(gpu.synchronize(error)) << error;
 }
 
+/// lruc_gpu_ops.gemm's batches of products through the device: a shared
+/// input (stride 0), then outputs in reverse order (a negative stride, which
+/// cuBLAS does not document: the device runs those product by product).
+TEST(GpuDeviceProducts, BatchesOfAnyStride) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  constexpr int64_t m = 2, n = 4, k = 3;
+  std::vector<float> a(m * k), w(2 * n * k);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(i) * 0.5f - 1.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = float(i % 7) - 2.5f;
+  // C_p = A W_p^T, row-major.
+  auto product = [&](int p) {
+    std::vector<float> c(m * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = 0; q < k; ++q)
+          c[i * n + j] += a[i * k + q] * w[(p * n + j) * k + q];
+    return c;
+  };
+  GpuArrays memory = lruc::testing::deviceArrays(*device);
+  const lruc_gpu_ops &ops = *device->ops();
+  const float *dA = memory.upload(a), *dW = memory.upload(w);
+  auto *dC = static_cast<float *>(memory.upload(nullptr, 2 * m * n * 4));
+  for (int64_t strideC : {m * n, -m * n}) {
+    float *first = strideC > 0 ? dC : dC + m * n;
+    ASSERT_EQ(ops.gemm(ops.context, 0, 1, m, n, k, dA, k, 0, dW, k, n * k,
+                       first, n, strideC, 2),
+              0);
+    std::vector<float> c = memory.download(dC, 2 * m * n);
+    for (int p = 0; p < 2; ++p) {
+      const std::vector<float> expected = product(p);
+      const size_t at = size_t(strideC > 0 ? p : 1 - p) * m * n;
+      for (int64_t e = 0; e < m * n; ++e)
+        EXPECT_NEAR(c[at + e], expected[e], 1e-5)
+            << "product " << p << ", C stride " << strideC << ", element " << e;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
                          ::testing::ValuesIn(lruc::testing::smallModelCases()),
                          [](const auto &info) { return info.param.name; });

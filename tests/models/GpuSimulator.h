@@ -78,16 +78,19 @@ private:
 
   static int gemm(void *context, int32_t transA, int32_t transB, int64_t m,
                   int64_t n, int64_t k, const float *a, int64_t lda,
-                  const float *b, int64_t ldb, float *c, int64_t ldc) {
+                  int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+                  float *c, int64_t ldc, int64_t strideC, int64_t count) {
     ++static_cast<GpuSimulator *>(context)->gemms_;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < k; ++p)
-          sum += double(transA ? a[p * lda + i] : a[i * lda + p]) *
-                 double(transB ? b[j * ldb + p] : b[p * ldb + j]);
-        c[i * ldc + j] = float(sum);
-      }
+    for (int64_t product = 0; product < count;
+         ++product, a += strideA, b += strideB, c += strideC)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += double(transA ? a[p * lda + i] : a[i * lda + p]) *
+                   double(transB ? b[j * ldb + p] : b[p * ldb + j]);
+          c[i * ldc + j] = float(sum);
+        }
     return 0;
   }
 

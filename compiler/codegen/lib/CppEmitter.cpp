@@ -1767,6 +1767,7 @@ void buildCpuPipeline(OpPassManager &pm, bool recompute) {
   buildFusionPipeline(pm, recompute);
   pm.addNestedPass<func::FuncOp>(createGroupMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createMarkStepConstantsPass());
+  pm.addNestedPass<func::FuncOp>(createFuseStepConstantsPass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

@@ -18,6 +18,7 @@
 #include "CudaEmitter.h"
 #include "EmitSupport.h"
 #include "lruc/Codegen.h"
+#include "lruc/MemoryPlan.h"
 
 #include "lru/LRUOps.h"
 
@@ -1238,6 +1239,55 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
      << kernels.size() << ";\n#endif // LRUC_GPU_SIMULATE\n";
 }
 
+/// Whether matmul `second`, right after `first` in the plan, can run in the
+/// same cuBLAS call: the same kind and shapes (so one m, n, k and the same
+/// leading dimensions), and neither writes a buffer the other reads or
+/// writes (the memory plan may give `second`'s result the slot of an operand
+/// of `first` that dies there; in one call they would run at once).
+bool batchable(lru::MatmulOp first, lru::MatmulOp second,
+               const MemoryPlan &memory) {
+  if (first.getKind() != second.getKind() ||
+      first.getLhs().getType() != second.getLhs().getType() ||
+      first.getRhs().getType() != second.getRhs().getType())
+    return false;
+  // A buffer's slot, or -1 for the caller's memory (parameters, arguments),
+  // which no GEMM writes.
+  auto slot = [&](Value v) -> int64_t {
+    auto it = memory.slotOf.find(storageOf(v));
+    return it == memory.slotOf.end() ? -1 : int64_t(it->second);
+  };
+  auto touches = [&](lru::MatmulOp op, int64_t written) {
+    return written >= 0 &&
+           (slot(op.getLhs()) == written || slot(op.getRhs()) == written ||
+            slot(op.getResult()) == written);
+  };
+  return !touches(first, slot(second.getResult())) &&
+         !touches(second, slot(first.getResult()));
+}
+
+/// Runs each two adjacent GEMMs that batchable allows as one cuBLAS call (a
+/// strided batch of two). In step mode, where a token's products take less
+/// time than their launches, each complex product is two (B_re u and B_im u,
+/// C_re Re(x) and C_im Im(x)) and so is the GLU (Decompose.cpp).
+LogicalResult batchGemmPairs(CudaFunctionPlan &plan) {
+  FailureOr<MemoryPlan> memory = readMemoryPlan(plan.func);
+  if (failed(memory))
+    return failure();
+  std::vector<CudaLaunch> launches;
+  for (CudaLaunch &launch : plan.launches) {
+    if (!launches.empty() && launch.isGemm() && launches.back().isGemm() &&
+        !launches.back().batchedOp &&
+        batchable(cast<lru::MatmulOp>(launches.back().op),
+                  cast<lru::MatmulOp>(launch.op), *memory)) {
+      launches.back().batchedOp = launch.op;
+      continue;
+    }
+    launches.push_back(std::move(launch));
+  }
+  plan.launches = std::move(launches);
+  return success();
+}
+
 } // namespace
 
 FailureOr<std::vector<CudaFunctionPlan>>
@@ -1258,7 +1308,8 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     os << "// @" << name << "\n\n";
     plans.push_back({func, {}});
     CudaFunctionEmitter emitter(os, counter, options);
-    if (failed(emitter.emit(func, plans.back())))
+    if (failed(emitter.emit(func, plans.back())) ||
+        failed(batchGemmPairs(plans.back())))
       return failure();
   }
   int32_t kernels = 0;
@@ -1277,6 +1328,7 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     for (const CudaLaunch &l : plan.launches)
       os << "//   " << l.kernel << " "
          << (l.op ? l.op->getName().getStringRef() : StringRef("scan chain"))
+         << (l.batchedOp ? " x2 (one call)" : "")
          << (l.threads.empty()
                  ? ""
                  : (l.blockPerOutput ? " blocks " : " threads ") + l.threads)

@@ -75,6 +75,9 @@ struct CudaLaunch {
   /// Its threads walk the elements in a grid-stride loop: any grid does,
   /// and the host schedule launches at most kGridStrideBlocks blocks.
   bool gridStride = false;
+  /// A GEMM's second matmul, run with `op`'s in one call (a strided batch
+  /// of two; batchGemmPairs), or null.
+  mlir::Operation *batchedOp = nullptr;
 
   bool isGemm() const { return kernel == "cublas"; }
 };

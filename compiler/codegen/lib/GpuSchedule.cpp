@@ -19,6 +19,8 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace lruc::emit;
 
@@ -118,7 +120,7 @@ public:
     }
     for (const CudaLaunch &launch : plan.launches) {
       if (launch.isGemm()) {
-        if (failed(writeGemm(cast<lru::MatmulOp>(launch.op))))
+        if (failed(writeGemm(launch)))
           return failure();
         continue;
       }
@@ -183,8 +185,10 @@ private:
            std::to_string(offset.fixed);
   }
 
-  /// A matmul as a row-major GEMM (the kinds of runtime/cpu's matmuls).
-  LogicalResult writeGemm(lru::MatmulOp op) {
+  /// A GEMM launch's matmul, or its two (CudaLaunch::batchedOp), as
+  /// row-major GEMMs (the kinds of runtime/cpu's matmuls) in one call.
+  LogicalResult writeGemm(const CudaLaunch &launch) {
+    auto op = cast<lru::MatmulOp>(launch.op);
     auto lhs = tensorType(op.getLhs()), rhs = tensorType(op.getRhs());
     std::string rows = productExpr(lhs.getShape().drop_back());
     std::string m, n, k, lda, ldb;
@@ -203,13 +207,30 @@ private:
       k = rows, lda = m, ldb = n, transA = true;
       break;
     }
-    FailureOr<std::string> a = pointer(op.getLhs()), b = pointer(op.getRhs()),
-                           c = pointer(op.getResult());
-    if (failed(a) || failed(b) || failed(c))
-      return failure();
+    // The second product's operands as strides from the first's.
+    std::array<Value, 3> first = {op.getLhs(), op.getRhs(), op.getResult()};
+    std::array<std::string, 3> at, strides = {"0", "0", "0"};
+    for (auto [i, v] : llvm::enumerate(first)) {
+      FailureOr<std::string> p = pointer(v);
+      if (failed(p))
+        return failure();
+      at[i] = *p;
+    }
+    if (auto second = cast_or_null<lru::MatmulOp>(launch.batchedOp)) {
+      std::array<Value, 3> operands = {second.getLhs(), second.getRhs(),
+                                       second.getResult()};
+      for (auto [i, v] : llvm::enumerate(operands)) {
+        FailureOr<std::string> p = pointer(v);
+        if (failed(p))
+          return failure();
+        strides[i] = "gpuStride(" + at[i] + ", " + *p + ")";
+      }
+    }
     os << "  if (!gpuGemm(ops, " << transA << ", " << transB << ", " << m
-       << ", " << n << ", " << k << ", " << *a << ", " << lda << ", " << *b
-       << ", " << ldb << ", " << *c << ", " << n << ", error))\n"
+       << ", " << n << ", " << k << ", " << at[0] << ", " << lda << ", "
+       << strides[0] << ", " << at[1] << ", " << ldb << ", " << strides[1]
+       << ", " << at[2] << ", " << n << ", " << strides[2] << ", "
+       << (launch.batchedOp ? 2 : 1) << ", error))\n"
        << "    return false;\n";
     return success();
   }
@@ -259,16 +280,24 @@ bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
                                blockPerOutput, args),
                    "launch", name, error);
 }
+/// Floats from `from` to `to` (device memory, float-aligned), which may be
+/// in different allocations of one address space.
+int64_t gpuStride(const void *from, const void *to) {
+  return (int64_t(reinterpret_cast<intptr_t>(to)) -
+          int64_t(reinterpret_cast<intptr_t>(from))) /
+         int64_t(sizeof(float));
+}
 bool gpuGemm(const lruc_gpu_ops *ops, int32_t transA, int32_t transB,
              int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-             const void *b, int64_t ldb, void *c, int64_t ldc,
+             int64_t strideA, const void *b, int64_t ldb, int64_t strideB,
+             void *c, int64_t ldc, int64_t strideC, int64_t count,
              std::string &error) {
   if (m == 0 || n == 0)
     return true;
   return gpuCalled(ops->gemm(ops->context, transA, transB, m, n, k,
-                             static_cast<const float *>(a), lda,
-                             static_cast<const float *>(b), ldb,
-                             static_cast<float *>(c), ldc),
+                             static_cast<const float *>(a), lda, strideA,
+                             static_cast<const float *>(b), ldb, strideB,
+                             static_cast<float *>(c), ldc, strideC, count),
                    "GEMM", nullptr, error);
 }
 bool gpuResetStatus(const lruc_gpu_ops *ops, GpuStatus *status,

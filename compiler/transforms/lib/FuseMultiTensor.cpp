@@ -1,9 +1,11 @@
-//===- FuseMultiTensor.cpp - The returned groups as one kernel ------------===//
+//===- FuseMultiTensor.cpp - Independent groups as one kernel -------------===//
 //
 // The groups whose results only the function returns (AdamW's update of
 // every parameter, a group per parameter shape) are independent of each
 // other and of everything after them, so one kernel can run all of them:
 // they move into one lru.multi_tensor at the place of the last of them.
+// So do @step's groups that read parameters alone (its step constants), at
+// the place of the first of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 
 #include "lru/LRUOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -19,6 +22,7 @@
 
 namespace lruc {
 #define GEN_PASS_DEF_FUSEMULTITENSORPASS
+#define GEN_PASS_DEF_FUSESTEPCONSTANTSPASS
 #include "lruc/Transforms/Passes.h.inc"
 } // namespace lruc
 
@@ -40,34 +44,30 @@ bool isReturnedGroup(lru::FusedOp group) {
   });
 }
 
-void fuseReturnedGroups(Block &block) {
-  SmallVector<lru::FusedOp> groups;
-  for (auto group : block.getOps<lru::FusedOp>())
-    if (isReturnedGroup(group))
-      groups.push_back(group);
-  if (groups.size() < 2)
-    return;
-
-  // Each group reads only values defined before it, hence before the last.
+/// `groups` (independent of each other, every input defined before `at`)
+/// as one lru.multi_tensor placed before `at`.
+lru::MultiTensorOp fuseGroups(ArrayRef<lru::FusedOp> groups, Operation *at) {
   llvm::SetVector<Value> inputs;
   SmallVector<Type> resultTypes;
   for (lru::FusedOp group : groups) {
     inputs.insert(group.getInputs().begin(), group.getInputs().end());
     llvm::append_range(resultTypes, group.getResultTypes());
   }
-  Operation *last = groups.back();
-  OpBuilder builder(last);
-  auto multi = builder.create<lru::MultiTensorOp>(last->getLoc(), resultTypes,
+  OpBuilder builder(at);
+  auto multi = builder.create<lru::MultiTensorOp>(at->getLoc(), resultTypes,
                                                   inputs.getArrayRef());
-  SmallVector<Location> argLocs(inputs.size(), last->getLoc());
+  SmallVector<Location> argLocs(inputs.size(), at->getLoc());
   Block *body = builder.createBlock(&multi.getBody(), {},
                                     TypeRange(inputs.getArrayRef()), argLocs);
   IRMapping mapping;
   mapping.map(inputs.getArrayRef(), body->getArguments());
   SmallVector<Value> yielded;
-  for (lru::FusedOp group : groups)
-    llvm::append_range(yielded, builder.clone(*group, mapping)->getResults());
-  builder.create<lru::YieldOp>(last->getLoc(), yielded);
+  for (lru::FusedOp group : groups) {
+    Operation *copy = builder.clone(*group, mapping);
+    copy->removeAttr(lruc::kStepConstantAttr); // the multi_tensor is marked
+    llvm::append_range(yielded, copy->getResults());
+  }
+  builder.create<lru::YieldOp>(at->getLoc(), yielded);
 
   unsigned next = 0;
   for (lru::FusedOp group : groups) {
@@ -75,6 +75,17 @@ void fuseReturnedGroups(Block &block) {
       result.replaceAllUsesWith(multi.getResult(next++));
     group->erase();
   }
+  return multi;
+}
+
+void fuseReturnedGroups(Block &block) {
+  SmallVector<lru::FusedOp> groups;
+  for (auto group : block.getOps<lru::FusedOp>())
+    if (isReturnedGroup(group))
+      groups.push_back(group);
+  // Each group reads only values defined before it, hence before the last.
+  if (groups.size() >= 2)
+    fuseGroups(groups, groups.back());
 }
 
 struct FuseMultiTensorPass
@@ -82,6 +93,41 @@ struct FuseMultiTensorPass
   void runOnOperation() override {
     for (Block &block : getOperation().getBody())
       fuseReturnedGroups(block);
+  }
+};
+
+/// A step constant (lru.step_constant) of one loop over static shapes that
+/// reads parameters and constants only, none of them through another op.
+bool isParameterGroup(lru::FusedOp group) {
+  return group->hasAttr(lruc::kStepConstantAttr) && !group.getScan() &&
+         !group.hasReductions() &&
+         llvm::all_of(group.getInputs(), [](Value input) {
+           Operation *def = input.getDefiningOp();
+           return def && isa<lru::ParamOp, arith::ConstantOp>(def);
+         });
+}
+
+struct FuseStepConstantsPass
+    : public lruc::impl::FuseStepConstantsPassBase<FuseStepConstantsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.getSymName() != "step")
+      return;
+    Block &block = func.getBody().front();
+    SmallVector<lru::FusedOp> groups;
+    for (auto group : block.getOps<lru::FusedOp>())
+      if (isParameterGroup(group))
+        groups.push_back(group);
+    if (groups.size() < 2)
+      return;
+    // What they read (operand-free ops) moves ahead of the first of them.
+    Operation *first = groups.front();
+    for (lru::FusedOp group : groups)
+      for (Value input : group.getInputs())
+        if (Operation *def = input.getDefiningOp(); first->isBeforeInBlock(def))
+          def->moveBefore(first);
+    fuseGroups(groups, first)
+        ->setAttr(lruc::kStepConstantAttr, UnitAttr::get(&getContext()));
   }
 };
 

@@ -70,6 +70,11 @@ struct Device::Api {
   cublasStatus (*sgemm)(void *, int, int, int, int, int, const float *,
                         const float *, int, const float *, int, const float *,
                         float *, int);
+  cublasStatus (*sgemmStridedBatched)(void *, int, int, int, int, int,
+                                      const float *, const float *, int,
+                                      long long, const float *, int, long long,
+                                      const float *, float *, int, long long,
+                                      int);
 };
 
 namespace {
@@ -136,6 +141,7 @@ const Device::Api *openApi(std::string &failure) {
     bindBlas(table->cublasSetStream, "cublasSetStream_v2");
     bindBlas(table->cublasSetMathMode, "cublasSetMathMode");
     bindBlas(table->sgemm, "cublasSgemm_v2");
+    bindBlas(table->sgemmStridedBatched, "cublasSgemmStridedBatched");
     if (!bind.complete())
       reason = bind.failure();
     else if (!bindBlas.complete())
@@ -528,18 +534,35 @@ int Device::launch(void *context, int32_t kernel, int64_t blocks,
 
 int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
                  int64_t n, int64_t k, const float *a, int64_t lda,
-                 const float *b, int64_t ldb, float *c, int64_t ldc) {
+                 int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+                 float *c, int64_t ldc, int64_t strideC, int64_t count) {
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
   // gets the operands swapped, each with its own transpose flag.
   auto *self = static_cast<Device *>(context);
+  if (count < 1)
+    return count == 0 ? 0 : -1;
   const float one = 1.0f, zero = 0.0f;
-  if (int r = self->startTimed(kGemm, 2.0 * double(m) * double(n) * double(k)))
+  const int opA = transB ? kCublasOpT : kCublasOpN;
+  const int opB = transA ? kCublasOpT : kCublasOpN;
+  if (int r = self->startTimed(kGemm, 2.0 * double(m) * double(n) * double(k) *
+                                          double(count)))
     return r;
-  if (int status = self->api_->sgemm(
-          self->cublas_, transB ? kCublasOpT : kCublasOpN,
-          transA ? kCublasOpT : kCublasOpN, int(n), int(m), int(k), &one, b,
-          int(ldb), a, int(lda), &zero, c, int(ldc)))
-    return status;
+  // cuBLAS documents no negative strides: such a batch runs product by
+  // product.
+  if (count > 1 && strideA >= 0 && strideB >= 0 && strideC >= 0) {
+    if (int status = self->api_->sgemmStridedBatched(
+            self->cublas_, opA, opB, int(n), int(m), int(k), &one, b, int(ldb),
+            strideB, a, int(lda), strideA, &zero, c, int(ldc), strideC,
+            int(count)))
+      return status;
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      if (int status = self->api_->sgemm(self->cublas_, opA, opB, int(n),
+                                         int(m), int(k), &one, b + i * strideB,
+                                         int(ldb), a + i * strideA, int(lda),
+                                         &zero, c + i * strideC, int(ldc)))
+        return status;
+  }
   return self->endTimed();
 }
 

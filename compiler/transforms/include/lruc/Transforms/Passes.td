@@ -172,6 +172,21 @@ def MarkStepConstantsPass
   }];
 }
 
+def FuseStepConstantsPass
+    : Pass<"lru-fuse-step-constants", "mlir::func::FuncOp"> {
+  let summary = "Run @step's groups of parameters alone as one kernel";
+  let description = [{
+    After `-lru-mark-step-constants`: in `@step`, gathers the marked
+    `lru.fused` groups without a scan or a sum that read only parameters
+    and constants (each layer's BatchNorm scale, each LRU's λ and γ) into
+    one `lru.multi_tensor`, itself marked, before the first of them, the
+    parameters they read moved ahead of it. On a GPU a token is a few
+    dozen launches of little work each, and these were two a layer; the CPU
+    library keeps their values between tokens either way. Fewer than two
+    such groups: nothing changes.
+  }];
+}
+
 def PlanMemoryPass : Pass<"lru-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every stored value a slot of one workspace (the kernel-level IR)";
   let description = [{

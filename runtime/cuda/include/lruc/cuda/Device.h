@@ -131,7 +131,8 @@ private:
                     int32_t threads, int32_t blockPerOutput, void **args);
   static int gemm(void *context, int32_t transA, int32_t transB, int64_t m,
                   int64_t n, int64_t k, const float *a, int64_t lda,
-                  const float *b, int64_t ldb, float *c, int64_t ldc);
+                  int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+                  float *c, int64_t ldc, int64_t strideC, int64_t count);
   static int copy(void *context, void *dst, const void *src, size_t bytes,
                   int32_t kind);
 
