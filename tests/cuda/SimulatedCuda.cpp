@@ -41,6 +41,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmBatch.h"
 #include "SimulatedKernels.h"
 
 #include <algorithm>
@@ -997,6 +998,18 @@ static int sgemmBatch(const char *name, void *handle, int transA, int transB,
       driver().stickyError = kLaunchFailed; // an illegal address, on a device
       return kBlasExecutionFailed;
     }
+  }
+  std::string overlap;
+  if (count > 1 && k > 0 &&
+      lruc::testing::batchOverlaps(
+          a, int64_t(extent(rowsA, colsA, lda) / sizeof(float)), strideA, b,
+          int64_t(extent(rowsB, colsB, ldb) / sizeof(float)), strideB, c,
+          int64_t(extent(m, n, ldc) / sizeof(float)), strideC, count,
+          overlap)) {
+    // On a device the products would race.
+    report(std::string(name) + ": " + overlap);
+    driver().stickyError = kLaunchFailed;
+    return kBlasExecutionFailed;
   }
   ++static_cast<BlasHandle *>(handle)->gemms;
   // alpha and beta are read now (host pointer mode), the operands when the

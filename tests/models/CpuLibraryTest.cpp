@@ -604,6 +604,23 @@ TEST(GpuDeviceProducts, BatchesOfAnyStride) {
   }
 }
 
+/// A batch whose products write what another reads or writes would race
+/// on a device; the simulator, which runs them in order, refuses it.
+TEST(GpuSimulatorProducts, RefuseBatchesThatOverlap) {
+  lruc::testing::GpuSimulator sim;
+  const lruc_gpu_ops &ops = *sim.ops();
+  std::vector<float> a(8, 1.0f), w(16, 1.0f), c(16, 0.0f);
+  // Two [2, 2] products of [2, 2] . [2, 2]^T.
+  auto gemm = [&](float *out, int64_t strideA, int64_t strideC) {
+    return ops.gemm(ops.context, 0, 1, 2, 2, 2, a.data(), 2, strideA, w.data(),
+                    2, 4, out, 2, strideC, 2);
+  };
+  EXPECT_EQ(gemm(c.data(), 0, 4), 0); // apart: C_1 after C_0
+  EXPECT_EQ(c[7], 2.0f);
+  EXPECT_NE(gemm(c.data(), 0, 2), 0);      // C_1 overlaps C_0
+  EXPECT_NE(gemm(a.data() + 4, 4, -4), 0); // C_1 is A_0
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
                          ::testing::ValuesIn(lruc::testing::smallModelCases()),
                          [](const auto &info) { return info.param.name; });

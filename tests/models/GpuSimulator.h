@@ -15,6 +15,7 @@
 #ifndef LRUC_TESTS_GPUSIMULATOR_H
 #define LRUC_TESTS_GPUSIMULATOR_H
 
+#include "GemmBatch.h"
 #include "SimulatedKernels.h"
 #include "lruc/Codegen.h"
 #include "lruc_gpu.h"
@@ -81,6 +82,15 @@ private:
                   int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
                   float *c, int64_t ldc, int64_t strideC, int64_t count) {
     ++static_cast<GpuSimulator *>(context)->gemms_;
+    std::string overlap;
+    if (count > 1 && m > 0 && n > 0 && k > 0 &&
+        batchOverlaps(a, transA ? (k - 1) * lda + m : (m - 1) * lda + k,
+                      strideA, b,
+                      transB ? (n - 1) * ldb + k : (k - 1) * ldb + n, strideB,
+                      c, (m - 1) * ldc + n, strideC, count, overlap)) {
+      std::fprintf(stderr, "GPU simulator: GEMM: %s\n", overlap.c_str());
+      return 1;
+    }
     for (int64_t product = 0; product < count;
          ++product, a += strideA, b += strideB, c += strideC)
       for (int64_t i = 0; i < m; ++i)
