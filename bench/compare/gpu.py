@@ -13,10 +13,14 @@ products in the same arithmetic (--matmul): fp32 (JAX's precision
 "highest", PyTorch's default, lruc's default) or TF32 on tensor cores;
 times are the mean of `--iters` steps queued back to back after warm-up,
 closed by one device synchronisation (as lru-train and lruc-bench-gpu run).
+With --step, causal models also report step-mode inference per token:
+lruc's CUDA graph of a token (lruc-bench-gpu, at one stream and at the
+batch) against PyTorch eager's lru_torch.step on the same device (issue
+target: at least 20x).
 
   python3 bench/compare/gpu.py --kit /tmp/lruc-gpu-kit [--configs listops,text]
       [--iters 20] [--frameworks jax,torch] [--matmul fp32|tf32] [--batch N]
-      [--json FILE]
+      [--step] [--json FILE]
 Runs on the GPU machine's own Python (it has JAX and PyTorch with CUDA);
 without a GPU the frameworks run on the CPU (for checking the script).
 """
@@ -56,9 +60,13 @@ def queued_time(step, sync, iters, warmup=3):
     return (time.perf_counter() - start) / iters
 
 
+STEP_TOKENS = 64  # step mode: tokens timed after a warm-up
+
+
 def lruc_train_step(kit, name, batch, iters, matmul):
-    """lruc-bench-gpu's train step time (seconds) with `matmul` GEMMs and
-    its device line."""
+    """lruc-bench-gpu's train step time (seconds) with `matmul` GEMMs, its
+    device line, and its step mode's seconds a token as a CUDA graph by
+    batch ({} without step mode)."""
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = str(kit / "lib") + (
         ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -74,7 +82,11 @@ def lruc_train_step(kit, name, batch, iters, matmul):
     if not step:
         raise RuntimeError(f"lruc-bench-gpu {name}: no train_step line in\n"
                            f"{result.stdout}")
-    return float(step.group(1)) * 1e-3, device.group(1) if device else "?"
+    tokens = {int(b): float(us) * 1e-6 for us, b in re.findall(
+        r"^step mode\s+([0-9.]+) us per token\s+\(batch ([0-9]+):.*a CUDA graph",
+        result.stdout, re.M)}
+    return (float(step.group(1)) * 1e-3, device.group(1) if device else "?",
+            tokens)
 
 
 def jax_train_step(spec, library, params, state, inputs, iters, matmul):
@@ -145,6 +157,34 @@ def torch_train_step(spec, inputs, iters, fft, matmul):
             torch.set_default_device("cpu")
 
 
+def torch_step(spec, inputs, rows):
+    """PyTorch eager's step mode on the GPU (or the CPU): seconds a token at
+    `rows` streams, lru_torch.step a token at a time, queued like the
+    train steps (one synchronisation at the end)."""
+    import torch
+    import lru_torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        torch.set_default_device(device)
+    try:
+        model = lru_torch.Model(spec, lruc_dropout=False)
+        seq = torch.as_tensor(inputs.get("tokens", inputs.get("features")),
+                              device=device)[:rows]
+        carry = lru_torch.StepState(model, rows)
+        at = [0]
+
+        def token():
+            lru_torch.step(model, seq[:, at[0] % seq.shape[1]], carry)
+            at[0] += 1
+
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        with torch.no_grad():
+            return queued_time(token, sync, STEP_TOKENS)
+    finally:
+        if device == "cuda":
+            torch.set_default_device("cpu")
+
+
 def compare(kit, name, args):
     from agree import make_inputs
     from lruc_library import ModelLibrary
@@ -160,8 +200,18 @@ def compare(kit, name, args):
     state = ModelLibrary.unpack(state_block, library.state)
     inputs = make_inputs(library, batch, 0)
     row = {"model": name, "batch": batch, "matmul": args.matmul}
-    row["lruc_s"], row["lruc_device"] = lruc_train_step(kit, name, batch,
-                                                        args.iters, args.matmul)
+    row["lruc_s"], row["lruc_device"], lruc_tokens = lruc_train_step(
+        kit, name, batch, args.iters, args.matmul)
+    if args.step and lruc_tokens:
+        row["step"] = []
+        for rows, seconds in sorted(lruc_tokens.items()):
+            entry = {"batch": rows, "lruc_s": seconds}
+            try:
+                entry["torch_s"] = torch_step(spec, inputs, rows)
+            except Exception as error:  # reported, not fatal
+                entry["torch_s"] = None
+                entry["torch_error"] = str(error).strip().splitlines()[0][:200]
+            row["step"].append(entry)
     # A framework that fails (out of memory at Path-X's batch, say) leaves
     # its cell empty and says why; the others still run.
     runs = []
@@ -197,6 +247,9 @@ def main():
                         "fp32 (JAX 'highest'; lruc's default) or tf32 "
                         "(JAX 'tensorfloat32', PyTorch allow_tf32, lruc "
                         "--matmul tf32)")
+    parser.add_argument("--step", action="store_true",
+                        help="also step mode per token (causal models): "
+                        "lruc's CUDA graph against PyTorch eager")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     args.frameworks = args.frameworks.split(",")
@@ -216,6 +269,19 @@ def main():
               f"{vs_jax:6.1f}x {best / row['lruc_s']:6.1f}x", flush=True)
         for key in [k for k in row if k.endswith("_error")]:
             print(f"  {key[:-6]}: {row[key]}")
+    stepping = [row for row in rows if row.get("step")]
+    if stepping:
+        print(f"{'step mode':11} {'batch':>5} {'lruc us':>9} "
+              f"{'torch us':>9} {'speed-up':>8}")
+        for row in stepping:
+            for entry in row["step"]:
+                torch_s = entry["torch_s"]
+                print(f"{row['model']:11} {entry['batch']:5d} "
+                      f"{entry['lruc_s'] * 1e6:9.1f} " +
+                      (f"{torch_s * 1e6:9.1f} {torch_s / entry['lruc_s']:7.1f}x"
+                       if torch_s else f"{'-':>9} {'-':>8}"))
+                if entry.get("torch_error"):
+                    print(f"  torch: {entry['torch_error']}")
     devices = {k: rows[0][k] for k in rows[0] if k.endswith("_device")}
     print("devices: " + ", ".join(f"{k[:-7]} {v}" for k, v in devices.items()))
     if args.json:
