@@ -26,6 +26,7 @@ without a GPU the frameworks run on the CPU (for checking the script).
 """
 
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -171,11 +172,10 @@ def torch_step(spec, inputs, rows):
         seq = torch.as_tensor(inputs.get("tokens", inputs.get("features")),
                               device=device)[:rows]
         carry = lru_torch.StepState(model, rows)
-        at = [0]
+        steps = itertools.cycle(range(seq.shape[1]))
 
         def token():
-            lru_torch.step(model, seq[:, at[0] % seq.shape[1]], carry)
-            at[0] += 1
+            lru_torch.step(model, seq[:, next(steps)], carry)
 
         sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
         with torch.no_grad():
