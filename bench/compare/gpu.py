@@ -261,12 +261,13 @@ def main():
         rows.append(row)
         ms = lambda key: (f"{row[key] * 1e3:9.2f}" if row.get(key) else
                           f"{'-':>9}")
+        ratio = lambda slower: (f"{slower / row['lruc_s']:6.1f}x" if slower
+                                else f"{'-':>7}")
         best = min([row[k] for k in ("jax_s", "torch_scan_s", "torch_fft_s")
-                    if row.get(k)] or [float("nan")])
-        vs_jax = row["jax_s"] / row["lruc_s"] if row.get("jax_s") else float("nan")
+                    if row.get(k)], default=None)
         print(f"{name:11} {row['batch']:5d} {ms('lruc_s')} {ms('jax_s')} "
               f"{ms('torch_scan_s'):>10} {ms('torch_fft_s'):>10} "
-              f"{vs_jax:6.1f}x {best / row['lruc_s']:6.1f}x", flush=True)
+              f"{ratio(row.get('jax_s'))} {ratio(best)}", flush=True)
         for key in [k for k in row if k.endswith("_error")]:
             print(f"  {key[:-6]}: {row[key]}")
     stepping = [row for row in rows if row.get("step")]

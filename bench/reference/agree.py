@@ -178,6 +178,9 @@ def torch_results(spec, checkpoint, library, inputs, key, lr):
 def jax_results(spec, checkpoint, library, inputs, key, lr):
     import jax
     import lru_jax
+    # fp32 products, as lruc's: on a GPU JAX's default precision multiplies
+    # in TF32, about 1e-4 off.
+    jax.config.update("jax_default_matmul_precision", "highest")
     apply = lru_jax.make_model(spec)
     p = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.params])
     s = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.state])
