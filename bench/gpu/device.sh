@@ -173,13 +173,26 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "$block" "$share" "${token:--}" "${launched:--}" >> "$summary"
   done
   # The baseline's libraries (kit.sh with LRUC_BASELINE_BIN), each timed
-  # after the model's own run above, on the same device.
+  # after the model's own run above, on the same device, by the baseline's
+  # own lruc-bench-gpu (they speak its GPU ABI; a kit packed before kits
+  # carried it: this kit's).
+  base_bench="$kit/bin/lruc-bench-gpu.base"
+  [ -x "$base_bench" ] || base_bench="$kit/bin/lruc-bench-gpu"
   for name in "${names[@]}"; do
     [ -f "$kit/models/$name.base.so" ] || continue
     batch="$(cat "$kit/models/$name.batch")"
-    if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.base.so" "$batch" "$iters" \
-        --kernels "$out/kernels-$name-base.csv" > "$out/bench-$name-base.log" 2>&1; then
-      for log in "$out/bench-$name-base.log" "$out/bench-$name.log"; do
+    base_log="$out/bench-$name-base.log"
+    rm -f "$out/kernels-$name-base.csv"
+    "$base_bench" "$kit/models/$name.base.so" "$batch" "$iters" \
+      --kernels "$out/kernels-$name-base.csv" > "$base_log" 2>&1
+    base_status=$?
+    # A baseline older than --kernels: timed without its kernel table.
+    if [ $base_status -ne 0 ] && grep -q "usage: lruc-bench-gpu" "$base_log"; then
+      "$base_bench" "$kit/models/$name.base.so" "$batch" "$iters" > "$base_log" 2>&1
+      base_status=$?
+    fi
+    if [ $base_status -eq 0 ]; then
+      for log in "$base_log" "$out/bench-$name.log"; do
         awk -v what="$name $([ "$log" = "$out/bench-$name.log" ] && echo new || echo base)" '
           /^train_step  / { steps = $4 }
           /^train_step tf32/ { tf32 = $5 }
@@ -188,6 +201,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
           END { printf "%-16s %8s steps/s, tf32 %8s, scan fwd %s, bwd %s, memory %s\n",
                 what, steps, tf32, scan[1], scan[2], memory }' "$log"
       done >> "$summary"
+      if [ ! -f "$out/kernels-$name-base.csv" ]; then
+        echo "$name kernels: the baseline's lruc-bench-gpu lists none" >> "$summary"
+        continue
+      fi
       # Kernel by kernel, where the two libraries name a kernel alike (the
       # same IR, another emitter): base ms, new ms, new / base; the slowest
       # base kernels first.
@@ -202,7 +219,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
           awk -F, '{ printf "  %-8s %-28s %8.3f -> %8.3f (%.3f)\n", $1, $2, $3, $4, $5 }'
       } >> "$summary"
     else
-      cat "$out/bench-$name-base.log"
+      cat "$base_log"
       status=1
     fi
   done

@@ -13,7 +13,9 @@
 # Needs a built tree ($LRUC_BIN, default build/bin). With
 # LRUC_BASELINE_BIN (another build's bin, say of the previous main), each
 # model is also built by that lruc as NAME.base.so, which device.sh bench
-# times beside NAME.so in the same run. Then, on the GPU
+# times beside NAME.so in the same run, with that build's own
+# lruc-bench-gpu (bin/lruc-bench-gpu.base: the two builds' GPU ABIs may
+# differ). Then, on the GPU
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
 set -euo pipefail
@@ -97,14 +99,27 @@ cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 # PTX at each fresh machine's first load. Without NVRTC here the kit goes
 # without (the device compiles).
 if ! ls "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so |
+    grep -v '\.base\.so$' |
     LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$bin/lruc-kit-ptx" sm_90 >&2; then
   echo "kit.sh: no PTX in the kit (lruc-kit-ptx failed above); the GPU machine will compile it" >&2
   rm -rf "$stage/cache"
+fi
+# The baseline's libraries may speak an older GPU ABI than this build's
+# binaries: they are timed by the baseline's own lruc-bench-gpu, and their
+# PTX cached by the baseline's own lruc-kit-ptx where it has one.
+if [ -n "${LRUC_BASELINE_BIN:-}" ] && [ -d "$stage/cache" ]; then
+  base_ptx="$LRUC_BASELINE_BIN/lruc-kit-ptx"
+  [ -x "$base_ptx" ] || base_ptx="$bin/lruc-kit-ptx"
+  ls "$stage"/models/*.base.so |
+    LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$base_ptx" sm_90 >&2 ||
+    echo "kit.sh: the baseline's PTX is not in the kit; the GPU machine will compile it" >&2
 fi
 
 for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-data; do
   cp "$bin/$tool" "$stage/bin/"
 done
+[ -n "${LRUC_BASELINE_BIN:-}" ] &&
+  cp "$LRUC_BASELINE_BIN/lruc-bench-gpu" "$stage/bin/lruc-bench-gpu.base"
 cp "$root/bench/gpu/device.sh" "$stage/"
 
 # Shared libraries beyond the C and C++ runtimes (which the machine's own

@@ -14,7 +14,8 @@ mkdir -p "$work/unpacked"
 LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
-for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lru-train \
+for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.base \
+    bin/lru-train \
     lib/libopenblas.so.0 lib/liblruc-device.so models/tiny.so \
     models/tiny.base.so train/listops.so agree/listops_long.so \
     agree/listops_long.ast agree/pathx.so device.sh; do
@@ -64,4 +65,19 @@ done
   "$(( $(wc -l < "$work/out/kernels-tiny-base.csv") - 1 ))" ] ||
   { echo "kernels-tiny-vs-base.csv lacks kernels" >&2; exit 1; }
 grep -q "^tiny kernels, base ms -> new ms" "$work/out/bench-summary.txt"
+# A baseline's lruc-bench-gpu from before --kernels (three arguments or its
+# usage): the base still timed beside the model, without a kernel table.
+mv "$kit/bin/lruc-bench-gpu.base" "$kit/bin/lruc-bench-gpu.base.real"
+cat > "$kit/bin/lruc-bench-gpu.base" <<EOF
+#!/usr/bin/env bash
+[ \$# -eq 3 ] || { echo "lruc-bench-gpu: usage: lruc-bench-gpu model.so BATCH ITERS" >&2; exit 1; }
+exec "$kit/bin/lruc-bench-gpu.base.real" "\$@"
+EOF
+chmod +x "$kit/bin/lruc-bench-gpu.base"
+LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out-old" \
+  LRUC_SIMULATED_KERNELS="$kit/models/tiny.kernels.so" \
+  "$kit/device.sh" bench 2 tiny > "$work/bench-old.log"
+grep -q "^tiny base .* steps/s" "$work/out-old/bench-summary.txt"
+grep -q "^tiny kernels: the baseline's lruc-bench-gpu lists none" \
+  "$work/out-old/bench-summary.txt"
 [ "$(cached)" = "$before" ] || { echo "NVRTC ran: the kit's PTX was not used" >&2; exit 1; }
