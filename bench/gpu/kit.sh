@@ -118,8 +118,9 @@ fi
 for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-data; do
   cp "$bin/$tool" "$stage/bin/"
 done
-[ -n "${LRUC_BASELINE_BIN:-}" ] &&
+if [ -n "${LRUC_BASELINE_BIN:-}" ]; then
   cp "$LRUC_BASELINE_BIN/lruc-bench-gpu" "$stage/bin/lruc-bench-gpu.base"
+fi
 cp "$root/bench/gpu/device.sh" "$stage/"
 
 # Shared libraries beyond the C and C++ runtimes (which the machine's own
