@@ -364,31 +364,28 @@ private:
     }
     // Then a block per 32 columns adds the rows of partial sums into the
     // first: warp w the rows w, w + kWarps, ... in double, then warp 0 the
-    // warps' totals in order (a fixed order: sums repeat exactly).
-    const int warps = kCudaBlockThreads / 32;
+    // warps' totals in order (a fixed order: sums repeat exactly). The
+    // largest block: a model has a few such blocks (its channels / 32) for
+    // thousands of rows.
     begin(op, "_sums",
           std::to_string(columnBlocks(layout)) + " * " +
-              std::to_string(kCudaBlockThreads),
-          {}, sums);
+              std::to_string(kCudaSumsBlockThreads),
+          {}, sums, /*blockPerOutput=*/false, kCudaSumsBlockThreads);
     current->back().synchronises = true;
-    os << "  constexpr int kWarps = " << warps << ";\n"
+    os << "  constexpr int kWarps = " << kCudaSumsBlockThreads / 32 << ";\n"
        << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
        << "  const int64_t j = int64_t(blockIdx.x) * 32 + lane;\n"
-       << "  const bool active = j < " << layout.last << ";\n";
+       << "  const int64_t rows = j < " << layout.last << " ? "
+       << layout.chunks << " : 0;\n";
     for (auto [n, sum] : llvm::enumerate(sums)) {
       std::string out = "out" + std::to_string(n);
       bool complex = isComplex(sum.getType());
-      std::string row = out + "[c * " + layout.last + " + j]";
-      os << "  {\n    double re = 0.0" << (complex ? ", im = 0.0" : "")
-         << ";\n"
-         << "    for (int64_t c = warp; active && c < " << layout.chunks
-         << "; c += kWarps) {\n"
-         << "      re += lruc::gpu::real(" << row << ");\n"
-         << (complex ? "      im += lruc::gpu::imag(" + row + ");\n" : "")
-         << "    }\n"
+      os << "  {\n    double re, im;\n"
+         << "    lruc::gpu::sumRows<kWarps>(rows, [&](int64_t c) { return "
+         << out << "[c * " << layout.last << " + j]; }, re, im);\n"
          << "    re = lruc::gpu::sumOverWarps(re);\n"
          << (complex ? "    im = lruc::gpu::sumOverWarps(im);\n" : "")
-         << "    if (warp == 0 && active)\n"
+         << "    if (warp == 0 && rows > 0)\n"
          << "      " << out << "[j] = "
          << (complex ? "cfloat(float(re), float(im))" : "float(re)")
          << ";\n  }\n";
@@ -797,11 +794,13 @@ private:
       int64_t columns = x.getDimSize(last);
       int64_t groups = (columns + 31) / 32;
       std::string outer = "(" + outputs + ") / " + std::to_string(columns);
-      begin(op, "", outer + " * " + std::to_string(groups) + " * " +
-                        std::to_string(kCudaBlockThreads),
-            {op.getX()}, {op.getResult()});
+      begin(op, "",
+            outer + " * " + std::to_string(groups) + " * " +
+                std::to_string(kCudaSumsBlockThreads),
+            {op.getX()}, {op.getResult()}, /*blockPerOutput=*/false,
+            kCudaSumsBlockThreads);
       current->back().synchronises = true;
-      os << "  constexpr int kWarps = " << kCudaBlockThreads / 32 << ";\n"
+      os << "  constexpr int kWarps = " << kCudaSumsBlockThreads / 32 << ";\n"
          << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
          << "  const int64_t column = int64_t(blockIdx.x % " << groups
          << ") * 32 + lane;\n"
@@ -810,15 +809,19 @@ private:
          << "  const bool active = column < " << columns << " && o < "
          << outputs << ";\n"
          << "  const int64_t base = " << base << ";\n"
-         << "  " << elementType(x) << " sum = 0.0f;\n"
-         << "  for (int64_t r = warp; active && r < " << total
-         << "; r += kWarps)\n"
-         << "    sum += in0[base + " << offset << "];\n"
+         << "  double re, im;\n"
+         << "  lruc::gpu::sumRows<kWarps>(active ? " << total
+         << " : 0, [&](int64_t r) { return in0[base + " << offset
+         << "]; }, re, im);\n"
+         << "  re = lruc::gpu::sumOverWarps(re);\n"
          << (isComplex(op.getResult().getType())
-                 ? "  sum = cfloat(lruc::gpu::sumOverWarps(sum.re),\n"
-                   "                lruc::gpu::sumOverWarps(sum.im));\n"
-                 : "  sum = lruc::gpu::sumOverWarps(sum);\n")
-         << "  if (warp == 0 && active)\n    out0[o] = sum;\n}\n\n";
+                 ? "  im = lruc::gpu::sumOverWarps(im);\n"
+                 : "")
+         << "  if (warp == 0 && active)\n    out0[o] = "
+         << (isComplex(op.getResult().getType())
+                 ? "cfloat(float(re), float(im))"
+                 : "float(re)")
+         << ";\n}\n\n";
       return success();
     }
     begin(op, "", outputs, {op.getX()}, {op.getResult()}, true);

@@ -21,6 +21,11 @@ namespace lruc {
 
 /// Threads a block of every launch but the scans (CudaLaunch::blockThreads).
 constexpr int kCudaBlockThreads = 256;
+/// Threads a block of a column sum (a fused group's partial sums,
+/// `<kernel>_sums`, and a reduction that keeps the last dim): its grid has
+/// a block per 32 columns (and per output row), few blocks, so each takes
+/// all the threads it can.
+constexpr int kCudaSumsBlockThreads = 1024;
 /// Threads an SM keeps resident at least for a kernel of larger blocks
 /// (the scans): ptxas is told the blocks an SM must hold
 /// (`__launch_bounds__`'s second argument), so that it keeps a thread's
