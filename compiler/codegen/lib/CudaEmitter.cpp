@@ -372,8 +372,7 @@ private:
               std::to_string(kCudaSumsBlockThreads),
           {}, sums, /*blockPerOutput=*/false, kCudaSumsBlockThreads);
     current->back().synchronises = true;
-    os << "  constexpr int kWarps = " << kCudaSumsBlockThreads / 32 << ";\n"
-       << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+    os << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
        << "  const int64_t j = int64_t(blockIdx.x) * 32 + lane;\n"
        << "  const int64_t rows = j < " << layout.last << " ? "
        << layout.chunks << " : 0;\n";
@@ -381,8 +380,8 @@ private:
       std::string out = "out" + std::to_string(n);
       bool complex = isComplex(sum.getType());
       os << "  {\n    double re, im;\n"
-         << "    lruc::gpu::sumRows<kWarps>(rows, [&](int64_t c) { return "
-         << out << "[c * " << layout.last << " + j]; }, re, im);\n"
+         << "    lruc::gpu::sumRows(" << out << " + j, " << layout.last
+         << ", rows, re, im);\n"
          << "    re = lruc::gpu::sumOverWarps(re);\n"
          << (complex ? "    im = lruc::gpu::sumOverWarps(im);\n" : "")
          << "    if (warp == 0 && rows > 0)\n"
@@ -785,12 +784,18 @@ private:
     std::string outputs = countExpr(op.getResult());
     std::string total = productExpr(reducedSizes);
     int64_t last = x.getRank() - 1;
+    // The reduced dims one run of rows a stride apart: neighbours (the
+    // strides are row-major).
+    llvm::sort(reduced);
+    bool oneRun = true;
+    for (size_t k = 1; k < reduced.size(); ++k)
+      oneRun &= reduced[k] == reduced[k - 1] + 1;
     if (last > 0 && !llvm::is_contained(reduced, last) &&
-        !x.isDynamicDim(last)) {
+        !x.isDynamicDim(last) && oneRun) {
       // The last dim is kept (mean pooling over time, [B, L, H] -> [B, H]):
       // a block per 32 of its columns, the lanes of a warp reading
-      // neighbouring columns of a row, warp w the rows w, w + kWarps, ...,
-      // then warp 0 the warps' sums in order.
+      // neighbouring columns of a row, warp w the rows w, w + 32, ..., then
+      // warp 0 the warps' sums in order.
       int64_t columns = x.getDimSize(last);
       int64_t groups = (columns + 31) / 32;
       std::string outer = "(" + outputs + ") / " + std::to_string(columns);
@@ -800,8 +805,7 @@ private:
             {op.getX()}, {op.getResult()}, /*blockPerOutput=*/false,
             kCudaSumsBlockThreads);
       current->back().synchronises = true;
-      os << "  constexpr int kWarps = " << kCudaSumsBlockThreads / 32 << ";\n"
-         << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+      os << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
          << "  const int64_t column = int64_t(blockIdx.x % " << groups
          << ") * 32 + lane;\n"
          << "  const int64_t o = int64_t(blockIdx.x / " << groups << ") * "
@@ -810,9 +814,8 @@ private:
          << outputs << ";\n"
          << "  const int64_t base = " << base << ";\n"
          << "  double re, im;\n"
-         << "  lruc::gpu::sumRows<kWarps>(active ? " << total
-         << " : 0, [&](int64_t r) { return in0[base + " << offset
-         << "]; }, re, im);\n"
+         << "  lruc::gpu::sumRows(in0 + base, " << from.stride(reduced.back())
+         << ", active ? " << total << " : 0, re, im);\n"
          << "  re = lruc::gpu::sumOverWarps(re);\n"
          << (isComplex(op.getResult().getType())
                  ? "  im = lruc::gpu::sumOverWarps(im);\n"

@@ -109,6 +109,14 @@ inline void __syncwarp() { lruc_sim_wait(int(threadIdx.x / 32)); }
 #define LRUC_UNROLL_8 _Pragma("unroll 8")
 #endif
 
+// A device function kept out of line (one copy a module), or, simulated, a
+// plain function the C++ compiler may inline.
+#ifdef LRUC_GPU_SIMULATE
+#define LRUC_NOINLINE
+#else
+#define LRUC_NOINLINE __noinline__
+#endif
+
 #include "lruc/core/PhiloxRounds.h"
 
 namespace lruc {
@@ -250,33 +258,36 @@ template <typename T> __device__ inline T sumOverWarps(T v) {
   return total;
 }
 
-/// In double, the sum of `row(c)` (a float or cfloat) over the rows c = w,
-/// w + kWarps, ... < count of this thread's warp w: a thread keeps 16 rows'
-/// loads in flight (a column-sum kernel has few blocks: with one load at a
-/// time, then four, it waited on memory, 60 and then 21 µs for Text's 2048
-/// rows on an H100), and adds them into four partial sums in a fixed
-/// order, so sums repeat exactly.
-template <int kWarps, typename Row>
-__device__ inline void sumRows(int64_t count, Row row, double &re,
-                               double &im) {
+/// In double, the sum of `rows[c * stride]` (floats or cfloats) over the
+/// rows c = w, w + W, ... < count of this thread's warp w of the block's W:
+/// a thread keeps 16 rows' loads in flight (a column-sum kernel has few
+/// blocks: with one load at a time, then four, it waited on memory, 60 and
+/// then 21 µs for Text's 2048 rows on an H100), and adds them into four
+/// partial sums in a fixed order, so sums repeat exactly. Not inlined: one
+/// copy a module for the many kernels that call it, which keeps NVRTC's
+/// and ptxas's work as it was.
+template <typename T>
+__device__ LRUC_NOINLINE void sumRows(const T *rows, int64_t stride,
+                                      int64_t count, double &re,
+                                      double &im) {
   constexpr int kInFlight = 16;
+  const int64_t warps = blockDim.x / 32;
   double r[4] = {0.0, 0.0, 0.0, 0.0}, m[4] = {0.0, 0.0, 0.0, 0.0};
   int64_t c = threadIdx.x / 32;
-  for (; c + (kInFlight - 1) * kWarps < count; c += kInFlight * kWarps) {
-    decltype(row(c)) v[kInFlight];
+  for (; c + (kInFlight - 1) * warps < count; c += kInFlight * warps) {
+    T v[kInFlight];
     LRUC_UNROLL
     for (int u = 0; u < kInFlight; ++u)
-      v[u] = row(c + u * kWarps);
+      v[u] = rows[(c + u * warps) * stride];
     LRUC_UNROLL
     for (int u = 0; u < kInFlight; ++u) {
       r[u % 4] += real(v[u]);
       m[u % 4] += imag(v[u]);
     }
   }
-  for (; c < count; c += kWarps) {
-    const auto v = row(c);
-    r[0] += real(v);
-    m[0] += imag(v);
+  for (; c < count; c += warps) {
+    r[0] += real(rows[c * stride]);
+    m[0] += imag(rows[c * stride]);
   }
   re = (r[0] + r[1]) + (r[2] + r[3]);
   im = (m[0] + m[1]) + (m[2] + m[3]);
