@@ -363,7 +363,7 @@ private:
       return success();
     }
     // Then a block per 32 columns adds the rows of partial sums into the
-    // first: warp w the rows w, w + kWarps, ... in double, then warp 0 the
+    // first: warp w the rows w, w + 32, ... in double, then warp 0 the
     // warps' totals in order (a fixed order: sums repeat exactly). The
     // largest block: a model has a few such blocks (its channels / 32) for
     // thousands of rows.
