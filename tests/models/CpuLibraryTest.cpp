@@ -621,6 +621,84 @@ TEST(GpuSimulatorProducts, RefuseBatchesThatOverlap) {
   EXPECT_NE(gemm(a.data() + 4, 4, -4), 0); // C_1 is A_0
 }
 
+/// SimulatedKernels' barriers on two hand-written kernels (the symbols the
+/// CUDA emitter's LRUC_GPU_SIMULATE part defines): threads that exchange
+/// values through their block's barrier and their warp's, in both block
+/// orders; and a barrier half the threads never reach, which a device would
+/// hang on: an error that names the kernel, after which the simulator runs
+/// kernels as before.
+TEST(SimulatedKernels, BarriersExchangeValuesAndAnUnreachedOneIsAnError) {
+  const char *source = R"(#include <cstdint>
+struct Index { unsigned x; };
+struct Dims { Index thread, block, blockDim, gridDim; };
+#define EXPORT extern "C" __attribute__((visibility("default")))
+extern "C" { // definitions, as the prelude's
+__attribute__((visibility("default"))) Dims lruc_sim_now;
+__attribute__((visibility("default"))) void (*lruc_sim_wait)(int warp);
+}
+EXPORT const int8_t lruc_sim_synchronises[] = {1, 1};
+EXPORT const char *const lruc_sim_kernel_names[] = {"exchange", "half_barrier"};
+EXPORT const int32_t lruc_sim_kernel_count = 2;
+EXPORT void lruc_sim_run(int32_t kernel, void **args) {
+  const unsigned t = lruc_sim_now.thread.x, n = lruc_sim_now.blockDim.x;
+  if (kernel == 1) {
+    if (t < 16)
+      lruc_sim_wait(-1);
+    return;
+  }
+  static unsigned shared[1024];
+  unsigned *out = *static_cast<unsigned **>(args[0]);
+  shared[t] = t;
+  lruc_sim_wait(-1);
+  const unsigned mirrored = shared[n - 1 - t];
+  lruc_sim_wait(int(t / 32));
+  shared[t] = mirrored + 1000 * lruc_sim_now.block.x;
+  lruc_sim_wait(int(t / 32));
+  out[lruc_sim_now.block.x * n + t] = shared[t / 32 * 32 + (t + 1) % 32];
+}
+)";
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-sim", dir));
+  llvm::SmallString<128> path(dir);
+  llvm::sys::path::append(path, "barriers.so");
+  std::string error;
+  ASSERT_TRUE(lruc::testing::compileSimulatedKernels(source, path.str().str(),
+                                                     error))
+      << error;
+  lruc::testing::SimulatedKernels kernels;
+  bool opened = kernels.open(path.str().str(), error);
+  llvm::sys::fs::remove_directories(dir);
+  ASSERT_TRUE(opened) << error;
+
+  constexpr int32_t kBlocks = 2, kThreads = 96;
+  auto exchange = [&] {
+    std::vector<unsigned> out(kBlocks * kThreads, ~0u);
+    unsigned *data = out.data();
+    void *args[] = {&data};
+    EXPECT_TRUE(kernels.launch(kernels.find("exchange"), kBlocks, kThreads,
+                               args, error))
+        << error;
+    for (unsigned b = 0; b < kBlocks; ++b)
+      for (unsigned t = 0; t < kThreads; ++t) {
+        const unsigned neighbour = t / 32 * 32 + (t + 1) % 32;
+        ASSERT_EQ(out[b * kThreads + t], kThreads - 1 - neighbour + 1000 * b)
+            << "block " << b << ", thread " << t;
+      }
+  };
+  exchange();
+  setenv("LRUC_SIMULATED_BLOCK_ORDER", "reverse", 1);
+  exchange();
+  unsetenv("LRUC_SIMULATED_BLOCK_ORDER");
+
+  EXPECT_FALSE(kernels.launch(kernels.find("half_barrier"), 1, 64, nullptr,
+                              error));
+  EXPECT_EQ(error, "block 0 of kernel half_barrier cannot go on: 48 of 64 "
+                   "threads finished, 16 wait at __syncthreads, the rest at a "
+                   "warp shuffle");
+  exchange(); // the threads left at the barrier are gone
+  EXPECT_EQ(kernels.cooperativeBlocks(), 3 * kBlocks + 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
                          ::testing::ValuesIn(lruc::testing::smallModelCases()),
                          [](const auto &info) { return info.param.name; });
