@@ -72,7 +72,14 @@ if [ "$what" = check ] || [ "$what" = all ]; then
     "${libraries[@]}" 2>&1 | tee "$out/check.log" || status=1
 fi
 
-if [ "$what" = train ] || [ "$what" = all ]; then
+has_part() { # train/ or agree/: a kit packed with kit.sh --models-only has neither
+  [ -d "$kit/$1" ] && return 0
+  echo "device.sh $1: the kit has no $1/ (packed with kit.sh --models-only)"
+  status=1
+  return 1
+}
+
+if { [ "$what" = train ] || [ "$what" = all ]; } && has_part train; then
   steps=40
   [ "$what" = train ] && steps="${1:-40}"
   library="$kit/train/listops.so" data="$out/listops-data"
@@ -101,7 +108,7 @@ if [ "$what" = train ] || [ "$what" = all ]; then
   fi
 fi
 
-if [ "$what" = agree ]; then
+if [ "$what" = agree ] && has_part agree; then
   frameworks="${1:-torch,jax}"
   agree_py="$PWD/bench/reference/agree.py"
   if [ ! -f "$agree_py" ]; then

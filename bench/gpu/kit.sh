@@ -9,7 +9,11 @@
 # lruc-bench-gpu and the trainer, the shared libraries they load that a CUDA
 # image may lack (OpenBLAS and the like), and device.sh, in one compressed
 # archive (the device tool carries at most 64 MiB).
-#   bench/gpu/kit.sh [KIT_DIR [MODEL...]]   (default .gpu-kit, every model)
+#   bench/gpu/kit.sh [--models-only] [KIT_DIR [MODEL...]]
+#                                       (default .gpu-kit, every model)
+# --models-only leaves out device.sh train's and agree's libraries (a kit
+# for device.sh check and bench and bench/compare/gpu.py; packed in a
+# tenth of the time).
 # Needs a built tree ($LRUC_BIN, default build/bin). With
 # LRUC_BASELINE_BIN (another build's bin, say of the previous main), each
 # model is also built by that lruc as NAME.base.so, which device.sh bench
@@ -19,8 +23,11 @@
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
 set -euo pipefail
+shopt -s nullglob # --models-only: no train/*.so or agree/*.so
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${LRUC_BIN:-$root/build/bin}"
+models_only=0
+if [ "${1:-}" = --models-only ]; then models_only=1; shift; fi
 kit="${1:-$root/.gpu-kit}"
 shift $(( $# > 0 ? 1 : 0 ))
 names=("$@")
@@ -65,6 +72,7 @@ for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 # device.sh train: Table 9's ListOps shrunk (with dropout) for a short run
 # on generated data, on the GPU and on the CPU, compared by the trainer
 # tests' scripts.
+if [ $models_only = 0 ]; then
 mkdir -p "$stage/train"
 "$bin/lruc" "$root/models/listops.lru" --portable -D DEPTH=2 -D H=32 -D N=32 \
   -D DROPOUT=0.1 -o "$stage/train/listops.so"
@@ -91,6 +99,7 @@ for line in "${agree[@]}"; do
   # shellcheck disable=SC2086
   "$bin/lruc" "$root/$file" --no-train --portable $defines -o "$stage/agree/$name.so"
 done
+fi
 cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 
 # Every library's PTX for sm_90 (H100, H200), in the cache device.sh points
@@ -98,7 +107,7 @@ cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 # machine code (ptxas), which spares the device's driver its compile of the
 # PTX at each fresh machine's first load. Without NVRTC here the kit goes
 # without (the device compiles).
-if ! ls "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so |
+if ! printf '%s\n' "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so |
     grep -v '\.base\.so$' |
     LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$bin/lruc-kit-ptx" sm_90 >&2; then
   echo "kit.sh: no PTX in the kit (lruc-kit-ptx failed above); the GPU machine will compile it" >&2

@@ -185,14 +185,20 @@ def jax_results(spec, checkpoint, library, inputs, key, lr):
     p = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.params])
     s = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.state])
     x = {k: jax.numpy.asarray(v) for k, v in inputs.items()}
-    loss, (preds, _) = apply(p, s, x, train=False)
+    # Three compiled programs, as JAX users run a model: op by op (eagerly)
+    # JAX compiles each primitive on its own, a few hundred programs.
+    forward_fn = jax.jit(lambda p_, s_, x_: apply(p_, s_, x_, train=False))
+    loss, (preds, _) = forward_fn(p, s, x)
     forward = (float(loss), np.asarray(preds))
-    grad_fn = jax.value_and_grad(
-        lambda p_: apply(p_, s, x, train=True, dropout_key=key), has_aux=True)
-    (t_loss, (t_preds, t_state)), grads = grad_fn(p)
+    grad_fn = jax.jit(jax.value_and_grad(
+        lambda p_, s_, x_: apply(p_, s_, x_, train=True, dropout_key=key),
+        has_aux=True))
+    (t_loss, (t_preds, t_state)), grads = grad_fn(p, s, x)
+    optimizer = library.manifest["optimizer"]
+    step_fn = jax.jit(lambda p_, g_, adam_: lru_jax.adamw_step(
+        p_, g_, adam_, lr, 1, optimizer))
     zeros = {k: jax.numpy.zeros_like(v) for k, v in p.items()}
-    p1, (m1, v1) = lru_jax.adamw_step(p, grads, (zeros, zeros), lr, 1,
-                                      library.manifest["optimizer"])
+    p1, (m1, v1) = step_fn(p, grads, (zeros, zeros))
     as_np = lambda d: {k: np.asarray(v) for k, v in d.items()}
     return dict(forward=forward,
                 train=(float(t_loss), np.asarray(t_preds), as_np(t_state)),
