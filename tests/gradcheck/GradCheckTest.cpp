@@ -269,6 +269,22 @@ std::vector<Case> cases() {
            kSeq + "\n  %out = lru.reduce_sum %m dims [0, 1] : " + kSeq +
            " -> " + kVec + "\n",
        kVec},
+      // BatchNorm's variance of y = x * p, centred on stop_gradient(mean):
+      // the variance's derivative in the mean is 0, so the gradient without
+      // that path is still the whole one.
+      {"stop_gradient_centred_variance",
+       param("p", kVec) + "  %pb = lru.broadcast %p like %x dims [2] : (" +
+           kVec + ", " + kSeq + ") -> " + kSeq + "\n  %y = lru.mul %x, %pb : " +
+           kSeq + "\n  %sum = lru.reduce_sum %y dims [0, 1] : " + kSeq +
+           " -> " + kVec + "\n  %n = arith.constant dense<8.0> : " + kVec +
+           "\n  %mean = lru.div %sum, %n : " + kVec +
+           "\n  %held = lru.stop_gradient %mean : " + kVec +
+           "\n  %hb = lru.broadcast %held like %x dims [2] : (" + kVec + ", " +
+           kSeq + ") -> " + kSeq + "\n  %c = lru.sub %y, %hb : " + kSeq +
+           "\n  %sq = lru.mul %c, %c : " + kSeq +
+           "\n  %ss = lru.reduce_sum %sq dims [0, 1] : " + kSeq + " -> " +
+           kVec + "\n  %out = lru.div %ss, %n : " + kVec + "\n",
+       kVec},
       {"matmul_nt", param("weight", "tensor<2x3xf32>") +
                         "  %out = lru.matmul nt %x, %weight : (" + kSeq +
                         ", tensor<2x3xf32>) -> tensor<?x4x2xf32>\n",

@@ -3,6 +3,8 @@
 #include "lruc/Autodiff.h"
 #include "lruc/AutodiffPasses.h"
 
+#include "lru/LRUOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -10,6 +12,7 @@
 namespace lruc {
 #define GEN_PASS_DEF_DERIVEBACKWARD
 #define GEN_PASS_DEF_DERIVETRAINSTEP
+#define GEN_PASS_DEF_STRIPSTOPGRADIENTS
 #include "lruc/AutodiffPasses.h.inc"
 } // namespace lruc
 
@@ -46,6 +49,16 @@ struct DeriveTrainStepPass
         failed(lruc::deriveTrainStep(
             forwardFunc, lruc::AdamWConfig::fromModule(getOperation()), name)))
       signalPassFailure();
+  }
+};
+
+struct StripStopGradientsPass
+    : public lruc::impl::StripStopGradientsBase<StripStopGradientsPass> {
+  void runOnOperation() override {
+    getOperation().walk([](lru::StopGradientOp op) {
+      op.getResult().replaceAllUsesWith(op.getX());
+      op.erase();
+    });
   }
 };
 

@@ -16,6 +16,7 @@
 #include "CudaEmitter.h"
 #include "EmitSupport.h"
 #include "lruc/Autodiff.h"
+#include "lruc/AutodiffPasses.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
 #include "lruc_model.h" // LRUC_ABI_VERSION, written into the manifest
@@ -1751,6 +1752,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 }
 
 void buildFusionPipeline(OpPassManager &pm, bool recompute) {
+  pm.addPass(createStripStopGradients());
   // One copy of what the derivation computed twice: a block's backward
   // pass rebuilds the length mask (and its sum, a full reduction) that
   // every BatchNorm and pooling of the forward pass had.

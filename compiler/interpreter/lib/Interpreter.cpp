@@ -410,6 +410,9 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
             value(o.getX()), [](double x) { return std::exp(x); },
             [](Complex x) { return std::exp(x); });
       })
+      .Case([&](lru::StopGradientOp o) -> FailureOr<Tensor> {
+        return value(o.getX()); // the derivative passes read it, not this
+      })
       .Case([&](lru::ConjOp o) {
         return mapEither(
             value(o.getX()), [](double x) { return x; },

@@ -92,6 +92,7 @@ public:
   Value sigmoid(Value x) { return unary<SigmoidOp>(x); }
   Value softplus(Value x) { return unary<SoftplusOp>(x); }
   Value rsqrt(Value x) { return unary<RsqrtOp>(x); }
+  Value stopGradient(Value x) { return unary<StopGradientOp>(x); }
 
   Value add(Value a, Value b) { return rewriter.create<AddOp>(loc, a, b); }
   Value sub(Value a, Value b) {
@@ -552,7 +553,13 @@ struct BatchNormPattern : OpRewritePattern<BatchNormOp> {
         count = b.reduceSum(b.splat(1.0, x), dims);
       Value batchMean = b.div(sum, count);
       centered = b.sub(x, b.broadcastLast(batchMean, x));
-      Value dev = weights ? b.mul(centered, weights) : centered;
+      // The variance's derivative in the mean, -2 sum(w (x - mean)) / n, is
+      // 0: without that path the backward pass takes both of its sums (of
+      // dy and dy * xhat) in one pass, with no sum of the gradient through
+      // the variance between them and dx.
+      Value varCentered =
+          b.sub(x, b.broadcastLast(b.stopGradient(batchMean), x));
+      Value dev = weights ? b.mul(varCentered, weights) : varCentered;
       Value batchVar = b.div(b.reduceSum(b.mul(dev, dev), dims), count);
 
       // running <- (1 - momentum) running + momentum stat; the variance
@@ -614,7 +621,10 @@ struct LayerNormPattern : OpRewritePattern<LayerNormOp> {
     Value invH = b.splat(inv, sum);
     Value mean = b.mul(sum, invH);
     Value centered = b.sub(x, b.broadcast(mean, x, lead));
-    Value var = b.mul(b.reduceSum(b.mul(centered, centered), {last}), invH);
+    // As BatchNorm's: the variance's derivative in the mean is 0.
+    Value varCentered = b.sub(x, b.broadcast(b.stopGradient(mean), x, lead));
+    Value var =
+        b.mul(b.reduceSum(b.mul(varCentered, varCentered), {last}), invH);
     Value eps = b.splat(op.getEpsilon().convertToDouble(), var);
     Value normed =
         b.mul(centered, b.broadcast(b.rsqrt(b.add(var, eps)), x, lead));

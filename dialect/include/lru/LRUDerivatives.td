@@ -64,6 +64,7 @@ def : Derivative<LRU_SqrtOp, [(Div (Scale $dy, "0.5"), $result)]>;
 def : Derivative<LRU_ConjOp, [(Conj $dy)]>;
 // step is piecewise constant: no adjoint.
 def : Derivative<LRU_StepOp, [(NoAdjoint)]>;
+def : Derivative<LRU_StopGradientOp, [(NoAdjoint)]>;
 def : Derivative<LRU_GeluOp, [(Mul $dy, (GeluGrad $x, $approximate))]>;
 def : Derivative<LRU_ReluOp, [(Mul $dy, (Step $x))]>;
 // d tanh(x) = dy (1 - t^2)

@@ -105,6 +105,22 @@ class LRU_ComplexPartOp<string mnemonic, string summaryText>
 def LRU_RealOp : LRU_ComplexPartOp<"re", "the real part">;
 def LRU_ImagOp : LRU_ComplexPartOp<"im", "the imaginary part">;
 
+def LRU_StopGradientOp
+    : LRU_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+  let summary = "x, a constant to the derivative passes (no adjoint)";
+  let description = [{
+    The value of `x`, through which reverse-mode differentiation passes no
+    adjoint. For a term whose derivative is zero in exact arithmetic, so
+    that the backward pass skips computing it: train-mode BatchNorm's
+    variance depends on the batch mean only through sum(x - mean) = 0.
+    Removed after the derivative passes (-lru-strip-stop-gradients, the
+    first pass of the fusion pipeline): the emitters never see it.
+  }];
+  let arguments = (ins LRU_AnyTensor:$x);
+  let results = (outs LRU_AnyTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
 //===----------------------------------------------------------------------===//
 // Shapes: broadcast, reduce, concat, slice, shift
 //===----------------------------------------------------------------------===//

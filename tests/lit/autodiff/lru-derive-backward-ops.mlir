@@ -155,6 +155,25 @@ func.func @forward_train() -> tensor<f32> {
 
 // -----
 
+// stop_gradient: no adjoint. In p * stop_gradient(p) the gradient of p
+// is dy * stop_gradient(p), one product and no sum of two.
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[P:.*]] = lru.param "p"
+// CHECK: %[[S:.*]] = lru.stop_gradient %[[P]] : tensor<3xf32>
+// CHECK: %[[DY:.*]] = lru.broadcast
+// CHECK-NEXT: %[[G:.*]] = lru.mul %[[DY]], %[[S]]
+// CHECK-NOT: lru.add
+// CHECK: return %{{.*}}, %[[G]]
+func.func @forward_train() -> tensor<f32> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<3xf32>
+  %s = lru.stop_gradient %p : tensor<3xf32>
+  %y = lru.mul %p, %s : tensor<3xf32>
+  %l = lru.reduce_sum %y dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // add: dy to both
 // CHECK-LABEL: func.func @backward
 // CHECK: %[[DY:.*]] = lru.broadcast

@@ -346,7 +346,12 @@ module {
 // CHECK: %[[MEAN:.*]] = lru.div %[[SUM]], %[[NB]]
 // CHECK: %[[MEANB:.*]] = lru.broadcast %[[MEAN]] like %[[X]] dims [2]
 // CHECK: %[[XC:.*]] = lru.sub %[[X]], %[[MEANB]]
-// CHECK: %[[DEV:.*]] = lru.mul %[[XC]], %[[W]]
+// The variance's centring: the mean a constant to the derivative passes
+// (the variance's derivative in it is 0).
+// CHECK: %[[MEANC:.*]] = lru.stop_gradient %[[MEAN]] : tensor<4xf32>
+// CHECK: %[[MEANCB:.*]] = lru.broadcast %[[MEANC]] like %[[X]] dims [2]
+// CHECK: %[[XCV:.*]] = lru.sub %[[X]], %[[MEANCB]]
+// CHECK: %[[DEV:.*]] = lru.mul %[[XCV]], %[[W]]
 // CHECK: %[[SQ:.*]] = lru.mul %[[DEV]], %[[DEV]]
 // CHECK: %[[SQS:.*]] = lru.reduce_sum %[[SQ]] dims [0, 1]
 // CHECK: %[[VAR:.*]] = lru.div %[[SQS]], %[[NB]]
@@ -379,7 +384,10 @@ module {
 // CHECK: %[[PMEAN:.*]] = lru.div %[[PSUM]], %[[PN]]
 // CHECK: %[[PMB:.*]] = lru.broadcast %[[PMEAN]] like %[[P]] dims [1]
 // CHECK: %[[PC:.*]] = lru.sub %[[P]], %[[PMB]]
-// CHECK: %[[PSQ:.*]] = lru.mul %[[PC]], %[[PC]]
+// CHECK: %[[PMC:.*]] = lru.stop_gradient %[[PMEAN]]
+// CHECK: %[[PMCB:.*]] = lru.broadcast %[[PMC]] like %[[P]] dims [1]
+// CHECK: %[[PCV:.*]] = lru.sub %[[P]], %[[PMCB]]
+// CHECK: %[[PSQ:.*]] = lru.mul %[[PCV]], %[[PCV]]
 // CHECK: %[[PKEEP:.*]] = arith.constant dense<0.899999976> : tensor<4xf32>
 // CHECK: %[[NEWM2:.*]] = lru.add %{{.*}}, %{{.*}} : tensor<4xf32>
 // CHECK: %[[NEWV2:.*]] = lru.add %{{.*}}, %{{.*}} : tensor<4xf32>
@@ -430,7 +438,10 @@ module {
 // CHECK: %[[MEAN:.*]] = lru.mul %[[SUM]], %[[QB]] : tensor<?x16xf32>
 // CHECK: %[[MB:.*]] = lru.broadcast %[[MEAN]] like %[[X]] dims [0, 1]
 // CHECK: %[[XC:.*]] = lru.sub %[[X]], %[[MB]]
-// CHECK: %[[SQ:.*]] = lru.mul %[[XC]], %[[XC]]
+// CHECK: %[[MC:.*]] = lru.stop_gradient %[[MEAN]] : tensor<?x16xf32>
+// CHECK: %[[MCB:.*]] = lru.broadcast %[[MC]] like %[[X]] dims [0, 1]
+// CHECK: %[[XCV:.*]] = lru.sub %[[X]], %[[MCB]]
+// CHECK: %[[SQ:.*]] = lru.mul %[[XCV]], %[[XCV]]
 // CHECK: %[[SQS:.*]] = lru.reduce_sum %[[SQ]] dims [2]
 // CHECK: %[[VAR:.*]] = lru.mul %[[SQS]], %[[QB]]
 // CHECK: %[[EPS:.*]] = arith.constant dense<1.000000e-03> : tensor<f32>

@@ -41,4 +41,13 @@ def DeriveTrainStep : Pass<"lru-derive-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def StripStopGradients : Pass<"lru-strip-stop-gradients", "mlir::ModuleOp"> {
+  let summary = "Replace each lru.stop_gradient by its operand";
+  let description = [{
+    After the derivative passes, `lru.stop_gradient` has done its work; what
+    follows (CSE, fusion, the emitters) sees the plain value, so that a value
+    computed both with and without it becomes one.
+  }];
+}
+
 #endif // LRUC_AUTODIFF_PASSES_TD
