@@ -73,32 +73,32 @@ for job in $(jobs -p); do wait "$job"; done # each one's failure stops here
 # on generated data, on the GPU and on the CPU, compared by the trainer
 # tests' scripts.
 if [ $models_only = 0 ]; then
-mkdir -p "$stage/train"
-"$bin/lruc" "$root/models/listops.lru" --portable -D DEPTH=2 -D H=32 -D N=32 \
-  -D DROPOUT=0.1 -o "$stage/train/listops.so"
-cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
-  "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
+  mkdir -p "$stage/train"
+  "$bin/lruc" "$root/models/listops.lru" --portable -D DEPTH=2 -D H=32 -D N=32 \
+    -D DROPOUT=0.1 -o "$stage/train/listops.so"
+  cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
+    "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
 
-# device.sh agree: the library of every model of models/, shrunk as the
-# agreement tests shrink them (tests/lit/reference), with its AST, for
-# bench/reference/agree.py --device gpu (PyTorch and JAX against the GPU
-# half); ListOps also at 300 steps (its scans chained in two chunks).
-mkdir -p "$stage/agree"
-agree=(
-  "listops models/listops.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
-  "listops_long models/listops.lru -D L=300 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
-  "text models/text.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
-  "retrieval models/retrieval.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
-  "scifar models/scifar.lru -D L=6 -D H=4 -D N=3 -D DEPTH=2 -D DROPOUT=0.25"
-  "pathfinder models/pathfinder.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
-  "pathx models/pathx.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1")
-for line in "${agree[@]}"; do
-  read -r name file defines <<< "$line"
-  # shellcheck disable=SC2086 # the -D pairs split on purpose
-  "$bin/lruc" "$root/$file" --no-train --emit=ast $defines > "$stage/agree/$name.ast"
-  # shellcheck disable=SC2086
-  "$bin/lruc" "$root/$file" --no-train --portable $defines -o "$stage/agree/$name.so"
-done
+  # device.sh agree: the library of every model of models/, shrunk as the
+  # agreement tests shrink them (tests/lit/reference), with its AST, for
+  # bench/reference/agree.py --device gpu (PyTorch and JAX against the GPU
+  # half); ListOps also at 300 steps (its scans chained in two chunks).
+  mkdir -p "$stage/agree"
+  agree=(
+    "listops models/listops.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
+    "listops_long models/listops.lru -D L=300 -D H=4 -D N=3 -D DEPTH=1 -D DROPOUT=0.3"
+    "text models/text.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+    "retrieval models/retrieval.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+    "scifar models/scifar.lru -D L=6 -D H=4 -D N=3 -D DEPTH=2 -D DROPOUT=0.25"
+    "pathfinder models/pathfinder.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1"
+    "pathx models/pathx.lru -D L=6 -D H=4 -D N=3 -D DEPTH=1")
+  for line in "${agree[@]}"; do
+    read -r name file defines <<< "$line"
+    # shellcheck disable=SC2086 # the -D pairs split on purpose
+    "$bin/lruc" "$root/$file" --no-train --emit=ast $defines > "$stage/agree/$name.ast"
+    # shellcheck disable=SC2086
+    "$bin/lruc" "$root/$file" --no-train --portable $defines -o "$stage/agree/$name.so"
+  done
 fi
 cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 

@@ -185,8 +185,8 @@ def jax_results(spec, checkpoint, library, inputs, key, lr):
     p = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.params])
     s = lru_jax.load_checkpoint(checkpoint, [e["name"] for e in library.state])
     x = {k: jax.numpy.asarray(v) for k, v in inputs.items()}
-    # Three compiled programs, as JAX users run a model: op by op (eagerly)
-    # JAX compiles each primitive on its own, a few hundred programs.
+    # Three compiled programs, as JAX users run a model (op by op, eagerly,
+    # JAX would compile each primitive on its own: a few hundred programs).
     forward_fn = jax.jit(lambda p_, s_, x_: apply(p_, s_, x_, train=False))
     loss, (preds, _) = forward_fn(p, s, x)
     forward = (float(loss), np.asarray(preds))

@@ -111,8 +111,8 @@ def LRU_StopGradientOp
   let description = [{
     The value of `x`, through which reverse-mode differentiation passes no
     adjoint. For a term whose derivative is zero in exact arithmetic, so
-    that the backward pass skips computing it: train-mode BatchNorm's
-    variance depends on the batch mean only through sum(x - mean) = 0.
+    that the backward pass skips computing it: BatchNorm's and LayerNorm's
+    variance depends on the mean only through sum(x - mean) = 0.
     Removed after the derivative passes (-lru-strip-stop-gradients, the
     first pass of the fusion pipeline): the emitters never see it.
   }];
