@@ -278,28 +278,32 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
   EXPECT_EQ(std::string(cudaSource()), expectedCuda);
 }
 
-/// `c` lowered (`module`, for the interpreter) and built into `lib`;
-/// `errors` collects the context's diagnostics.
-void buildModel(mlir::MLIRContext &context, const ModelCase &c,
-                std::string &errors,
-                mlir::OwningOpRef<mlir::ModuleOp> &module, Library &lib,
-                std::string &path) {
-  module = lruc::testing::compileModel(context, c, errors);
-  ASSERT_TRUE(module) << errors;
-  buildLibrary(context, *module, c.name, errors, lib, path);
+/// A model case lowered (`module`, for the interpreter) and built into a
+/// loaded library (`lib`, built at `path`); `errors` collects the
+/// context's diagnostics.
+struct BuiltModel {
+  mlir::MLIRContext context;
+  std::string errors, path;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  Library lib;
+};
+
+void buildModel(const ModelCase &c, BuiltModel &built) {
+  built.module = lruc::testing::compileModel(built.context, c, built.errors);
+  ASSERT_TRUE(built.module) << built.errors;
+  buildLibrary(built.context, *built.module, c.name, built.errors, built.lib,
+               built.path);
 }
 
 class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   const ModelCase &c = GetParam();
-  mlir::MLIRContext context;
-  std::string errors, path;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  Library lib;
-  buildModel(context, c, errors, module, lib, path);
+  BuiltModel built;
+  buildModel(c, built);
   if (HasFatalFailure())
     return;
+  auto &[context, errors, path, module, lib] = built;
   const lruc_model &m = *lib.model;
 
   // Initial parameters: the same numbers as the interpreter's.
@@ -496,6 +500,83 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_FALSE(isMapped(path));
 }
 
+/// BatchNorm's batch statistics of inputs far from 0 against their spread:
+/// sCIFAR's features offset by 100, so that its BatchNorm's input sits
+/// 60-250 standard deviations from 0. forward_train from a running mean
+/// and variance of 0 (so that the new running variance is the batch's,
+/// scaled by the momentum) must match the fp64 interpreter: its outputs as
+/// they do near 0, the new running statistics within 1e-4 of each element.
+/// A variance taken in one pass as E[x^2] - E[x]^2 (or as sums of
+/// deviations from a shift far from the batch's mean, such as a running
+/// mean that has not yet followed the batches) loses ((mean - shift) /
+/// std)^2 times fp32's rounding: 3e-4 to 2.4e-3 of the variance here.
+TEST(CpuLibraryBatchNorm, StatisticsOfInputsFarFromZero) {
+  const ModelCase c{"scifar_offset",
+                    "models/scifar.lru",
+                    {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 1}}};
+  BuiltModel built;
+  buildModel(c, built);
+  if (HasFatalFailure())
+    return;
+  auto &[context, errors, path, module, lib] = built;
+  const lruc_model &m = *lib.model;
+  auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
+  constexpr int64_t kBatch = 3;
+  std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
+  bool offset = false;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (lruc::testing::inputTag(train, i) == "features") {
+      for (double &v : args[i].re)
+        v += 100.0;
+      offset = true;
+    }
+  ASSERT_TRUE(offset) << "sCIFAR has no features input";
+  const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
+  Buffers inputs = inputBuffers(train, args);
+
+  auto store = lruc::initParameters(train, /*seed=*/7);
+  ASSERT_TRUE(mlir::succeeded(store));
+  std::vector<float> params(m.param_floats), state(m.state_floats);
+  char message[512] = "";
+  ASSERT_EQ(m.init(7, params.data(), state.data(), message, sizeof message), 0)
+      << message;
+  std::fill(state.begin(), state.end(), 0.0f);
+  for (int s = 0; s < m.num_state; ++s)
+    std::fill(store->at(m.state[s].name).re.begin(),
+              store->at(m.state[s].name).re.end(), 0.0);
+  auto expected = lruc::interpret(train, args, *store);
+  ASSERT_TRUE(mlir::succeeded(expected));
+  // forward_train's results: the model's outputs, then the new statistics.
+  auto updates = train->getAttrOfType<mlir::ArrayAttr>("lru.state_updates");
+  ASSERT_FALSE(updates.empty());
+  const size_t results = expected->size() - updates.size();
+  std::vector<std::vector<float>> outputs;
+  std::vector<float *> outputPtrs;
+  for (size_t r = 0; r < results; ++r)
+    outputs.emplace_back((*expected)[r].re.size());
+  for (auto &o : outputs)
+    outputPtrs.push_back(o.data());
+  std::vector<float> newState(m.state_floats);
+  ASSERT_EQ(m.forward_train(kBatch, params.data(), state.data(),
+                            inputs.pointers.data(), key, outputPtrs.data(),
+                            newState.data(), message, sizeof message),
+            0)
+      << message;
+  for (size_t r = 0; r < results; ++r)
+    expectClose(outputs[r].data(), (*expected)[r].re, 1e-4,
+                "forward_train result " + std::to_string(r));
+  for (auto [i, name] : llvm::enumerate(updates))
+    for (int s = 0; s < m.num_state; ++s) {
+      if (m.state[s].name != mlir::cast<mlir::StringAttr>(name).str())
+        continue;
+      const std::vector<double> &want = (*expected)[results + i].re;
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_NEAR(newState[m.state[s].offset + k], want[k],
+                    1e-4 * std::abs(want[k]))
+            << "new " << m.state[s].name << "[" << k << "]";
+    }
+}
+
 /// Through lruc::cuda::Device (the driver, NVRTC and cuBLAS), the library's
 /// schedule against its CPU entry points on one batch: forward, backward
 /// and one train step. On a GPU: `lruc-cpu-library-tests
@@ -511,13 +592,11 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   if (!device)
     GTEST_SKIP() << "no GPU here: " << error;
   const ModelCase &c = GetParam();
-  mlir::MLIRContext context;
-  std::string errors, path;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  Library lib;
-  buildModel(context, c, errors, module, lib, path);
+  BuiltModel built;
+  buildModel(c, built);
   if (HasFatalFailure())
     return;
+  auto &[context, errors, path, module, lib] = built;
   const lruc_model &m = *lib.model;
   const lruc_gpu_model *gpuModel = nullptr;
   const char *source = nullptr;
