@@ -14,7 +14,7 @@
 // mode's time per token at batch 1 and BATCH, each step's inputs uploaded
 // and predictions read back (what streaming costs an application). Exits 1
 // with the reason on a machine without a GPU. With --kernels, every kernel
-// of the timed forward and backward as a CSV row (call, kernel, launches,
+// of the timed forward, backward and step as a CSV row (call, kernel, launches,
 // ms, bytes, GB/s, fraction of the copy's bandwidth), so that two
 // libraries' runs compare kernel by kernel. Figures: docs/performance.md.
 //
@@ -411,6 +411,31 @@ int main(int argc, char **argv) try {
       throw std::runtime_error(message);
   });
   timedCall("backward", [&] { backward(ops); });
+  if (g->step && m->step) {
+    // One token of step mode at BATCH, kernel by kernel from the device's
+    // arrays (no upload or read-back): lruc's kernels against cuBLAS's
+    // few-row GEMMs, what the time a token grows by with the batch goes to.
+    RandomInputs stepIn(m->step_inputs, m->num_step_inputs, batch, 1);
+    std::vector<const void *> dStepInputs;
+    for (size_t i = 0; i < stepIn.pointers.size(); ++i)
+      dStepInputs.push_back(arrays.get(stepIn.bytes[i], stepIn.pointers[i]));
+    std::vector<float *> dStepOutputs;
+    for (int r = 0; r < m->num_step_outputs; ++r)
+      dStepOutputs.push_back(static_cast<float *>(
+          arrays.get(elementsOf(m->step_outputs[r], batch) * sizeof(float))));
+    float *carry = static_cast<float *>(
+        arrays.get(size_t(batch) * m->carry_floats * sizeof(float)));
+    auto stepToken = [&] {
+      if (g->step(ops, workspace, batch, dParams, dState, carry,
+                  dStepInputs.data(), dStepOutputs.data(), message,
+                  sizeof message))
+        throw std::runtime_error(message);
+    };
+    if (g->step_reset(ops, batch, carry, message, sizeof message))
+      throw std::runtime_error(message);
+    stepToken(); // set-up (step constants) outside the timed token
+    timedCall("step", stepToken);
+  }
   if (!kernelsCsv.empty() &&
       !lruc::core::writeFileAtomically(kernelsCsv, csv, error))
     return fail(error);

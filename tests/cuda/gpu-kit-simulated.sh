@@ -56,10 +56,14 @@ LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   "$kit/device.sh" bench 2 tiny > "$work/bench.log"
 head -1 "$work/out/kernels-tiny.csv" |
   grep -qx 'call,kernel,launches,ms,bytes,gb_per_s,of_copy'
-for call in forward backward; do
+for call in forward backward step; do
   grep -q "^$call,${call}_[0-9]*_scan,1," "$work/out/kernels-tiny.csv" ||
     { echo "kernels-tiny.csv has no $call scan" >&2; exit 1; }
 done
+# The timed step-mode token at the batch: its kernels and cuBLAS's GEMMs.
+grep -q "^step: [0-9]* kernels, .* (GEMMs .* ms, gaps .* ms)" \
+  "$work/out/bench-tiny.log" ||
+  { echo "lruc-bench-gpu timed no step-mode token" >&2; exit 1; }
 # Same library, same kernels: each of the base's rows has its match.
 [ "$(wc -l < "$work/out/kernels-tiny-vs-base.csv")" -eq \
   "$(( $(wc -l < "$work/out/kernels-tiny-base.csv") - 1 ))" ] ||
