@@ -69,6 +69,12 @@ grep -q "^step: [0-9]* kernels, .* (GEMMs .* ms, gaps .* ms)" \
   "$(( $(wc -l < "$work/out/kernels-tiny-base.csv") - 1 ))" ] ||
   { echo "kernels-tiny-vs-base.csv lacks kernels" >&2; exit 1; }
 grep -q "^tiny kernels, base ms -> new ms" "$work/out/bench-summary.txt"
+# The summary's tiny row ends with step mode at the batch and its GEMMs'
+# part of a token, both measured.
+awk '$1 == "tiny" && $(NF-1) ~ /^[0-9.]+$/ && $NF ~ /^[0-9.]+$/ { ok = 1 }
+     END { exit !ok }' "$work/out/bench-summary.txt" ||
+  { echo "bench-summary.txt lacks step mode at the batch" >&2;
+    cat "$work/out/bench-summary.txt" >&2; exit 1; }
 # A baseline's lruc-bench-gpu from before --kernels (three arguments or its
 # usage): the base still timed beside the model, without a kernel table.
 mv "$kit/bin/lruc-bench-gpu.base" "$kit/bin/lruc-bench-gpu.base.real"
