@@ -68,6 +68,22 @@ struct Arrays {
       throw std::runtime_error("copy to the device failed");
     return p;
   }
+  /// Device copies of `inputs`, in their order.
+  std::vector<const void *> copiesOf(const RandomInputs &inputs) {
+    std::vector<const void *> copies;
+    for (size_t i = 0; i < inputs.pointers.size(); ++i)
+      copies.push_back(get(inputs.bytes[i], inputs.pointers[i]));
+    return copies;
+  }
+  /// Device arrays for `count` float outputs described by `infos`.
+  std::vector<float *> outputsFor(const lruc_tensor_info *infos, int count,
+                                  int64_t batch) {
+    std::vector<float *> outputs;
+    for (int r = 0; r < count; ++r)
+      outputs.push_back(static_cast<float *>(
+          get(elementsOf(infos[r], batch) * sizeof(float))));
+    return outputs;
+  }
 };
 
 } // namespace
@@ -126,13 +142,9 @@ int main(int argc, char **argv) try {
   std::vector<float> zeros(params.size(), 0.0f);
   auto *dM = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
   auto *dV = static_cast<float *>(arrays.get(paramBytes, zeros.data()));
-  std::vector<const void *> dInputs;
-  for (size_t i = 0; i < random.pointers.size(); ++i)
-    dInputs.push_back(arrays.get(random.bytes[i], random.pointers[i]));
-  std::vector<float *> dOutputs;
-  for (int r = 0; r < m->num_outputs; ++r)
-    dOutputs.push_back(static_cast<float *>(
-        arrays.get(elementsOf(m->outputs[r], batch) * sizeof(float))));
+  std::vector<const void *> dInputs = arrays.copiesOf(random);
+  std::vector<float *> dOutputs =
+      arrays.outputsFor(m->outputs, m->num_outputs, batch);
   void *workspace = arrays.get(g->workspace_bytes(batch));
   const size_t used = arrays.total; // what a train step needs
 
@@ -416,13 +428,9 @@ int main(int argc, char **argv) try {
     // arrays (no upload or read-back): lruc's kernels against cuBLAS's
     // few-row GEMMs, what the time a token grows by with the batch goes to.
     RandomInputs stepIn(m->step_inputs, m->num_step_inputs, batch, 1);
-    std::vector<const void *> dStepInputs;
-    for (size_t i = 0; i < stepIn.pointers.size(); ++i)
-      dStepInputs.push_back(arrays.get(stepIn.bytes[i], stepIn.pointers[i]));
-    std::vector<float *> dStepOutputs;
-    for (int r = 0; r < m->num_step_outputs; ++r)
-      dStepOutputs.push_back(static_cast<float *>(
-          arrays.get(elementsOf(m->step_outputs[r], batch) * sizeof(float))));
+    std::vector<const void *> dStepInputs = arrays.copiesOf(stepIn);
+    std::vector<float *> dStepOutputs =
+        arrays.outputsFor(m->step_outputs, m->num_step_outputs, batch);
     float *carry = static_cast<float *>(
         arrays.get(size_t(batch) * m->carry_floats * sizeof(float)));
     auto stepToken = [&] {
