@@ -14,7 +14,8 @@
 // mode's time per token at batch 1 and BATCH, each step's inputs uploaded
 // and predictions read back (what streaming costs an application). Exits 1
 // with the reason on a machine without a GPU. With --kernels, every kernel
-// of the timed forward, backward and step as a CSV row (call, kernel, launches,
+// of the timed forward, backward and step (and step-cublas: its GEMMs in
+// cuBLAS rather than the few-row kernel) as a CSV row (call, kernel, launches,
 // ms, bytes, GB/s, fraction of the copy's bandwidth), so that two
 // libraries' runs compare kernel by kernel. Figures: docs/performance.md.
 //
@@ -425,8 +426,10 @@ int main(int argc, char **argv) try {
   timedCall("backward", [&] { backward(ops); });
   if (g->step && m->step) {
     // One token of step mode at BATCH, kernel by kernel from the device's
-    // arrays (no upload or read-back): lruc's kernels against cuBLAS's
-    // few-row GEMMs, what the time a token grows by with the batch goes to.
+    // arrays (no upload or read-back): lruc's kernels against the GEMMs of
+    // a row a stream, what the time a token grows by with the batch goes
+    // to; those GEMMs in the device prelude's few-row kernel ("step"), then
+    // in cuBLAS ("step-cublas").
     RandomInputs stepIn(m->step_inputs, m->num_step_inputs, batch, 1);
     std::vector<const void *> dStepInputs = arrays.copiesOf(stepIn);
     std::vector<float *> dStepOutputs =
@@ -443,6 +446,11 @@ int main(int argc, char **argv) try {
       throw std::runtime_error(message);
     stepToken(); // set-up (step constants) outside the timed token
     timedCall("step", stepToken);
+    if (device->fewRowKernel()) {
+      device->useFewRowKernel(false);
+      timedCall("step-cublas", stepToken);
+      device->useFewRowKernel(true);
+    }
   }
   if (!kernelsCsv.empty() &&
       !lruc::core::writeFileAtomically(kernelsCsv, csv, error))

@@ -16,7 +16,8 @@
 #                                       step mode per token (a CUDA graph,
 #                                       and kernel by kernel; at the batch
 #                                       too, with its GEMMs' part of a
-#                                       token), device memory
+#                                       token, in the few-row kernel and
+#                                       in cuBLAS), device memory
 #                                       (lruc-bench-gpu); every kernel's
 #                                       time in kernels-MODEL.csv, and
 #                                       beside a kit's baseline libraries
@@ -138,10 +139,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   names=("$@")
   [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
   summary="$out/bench-summary.txt"
-  printf '%-11s %6s %8s %8s %7s %8s %7s %9s %9s %12s %8s %9s %9s %10s %10s\n' model \
+  printf '%-11s %6s %8s %8s %7s %8s %7s %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' model \
     batch "steps/s" paper ratio "tf32" ratio "scan fwd" "scan bwd" \
     "block f+b ms" "of step" "token us" "no graph" "batch us" "GEMMs us" \
-    > "$summary"
+    "cuBLAS us" > "$summary"
   for name in "${names[@]}"; do
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
@@ -159,10 +160,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     launched="$(awk '/^step mode .* \(batch 1: .*one by one\)/ { print $3 }' "$log")"
     # Step mode at the batch (a CUDA graph), and the GEMMs' part of one
     # token timed kernel by kernel (the "  GEMMs: N, X ms" line under
-    # "step: ...").
+    # "step: ..."), in the few-row kernel and in cuBLAS ("step-cublas: ...").
     batched="$(awk -v b="$batch" '$0 ~ "^step mode .* \\(batch " b ": .*graph\\)" { print $3 }' "$log")"
-    gemms="$(awk '/^[a-z]/ { call = $1 }
-      call == "step:" && /^  GEMMs: / { printf "%.0f", $3 * 1000 }' "$log")"
+    gemmsOf() { awk -v c="$1:" '/^[a-z]/ { call = $1 }
+      call == c && /^  GEMMs: / { printf "%.0f", $3 * 1000 }' "$log"; }
+    gemms="$(gemmsOf step)" cublas="$(gemmsOf step-cublas)"
     # One block: (forward+backward at full depth - at depth 1) / (depth - 1).
     block=- share=-
     if [ -f "$kit/models/$name.depth1.so" ]; then
@@ -183,11 +185,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # (Parenthesised: in awk, `print a > b` writes a to a file named b.)
     ratio() { awk -v s="$1" -v p="${paper[$name]:-0}" \
       'BEGIN { print (p > 0 && s > 0 ? s / p : 0) }'; }
-    printf '%-11s %6s %8s %8s %6.2fx %8s %6.2fx %9s %9s %12s %8s %9s %9s %10s %10s\n' \
+    printf '%-11s %6s %8s %8s %6.2fx %8s %6.2fx %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' \
       "$name" "$batch" "$steps" "${paper[$name]:-?}" "$(ratio "$steps")" \
       "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
       "$block" "$share" "${token:--}" "${launched:--}" "${batched:--}" \
-      "${gemms:--}" >> "$summary"
+      "${gemms:--}" "${cublas:--}" >> "$summary"
   done
   # The baseline's libraries (kit.sh with LRUC_BASELINE_BIN), each timed
   # after the model's own run above, on the same device, by the baseline's

@@ -60,18 +60,22 @@ for call in forward backward step; do
   grep -q "^$call,${call}_[0-9]*_scan,1," "$work/out/kernels-tiny.csv" ||
     { echo "kernels-tiny.csv has no $call scan" >&2; exit 1; }
 done
-# The timed step-mode token at the batch: its kernels and cuBLAS's GEMMs.
-grep -q "^step: [0-9]* kernels, .* (GEMMs .* ms, gaps .* ms)" \
-  "$work/out/bench-tiny.log" ||
-  { echo "lruc-bench-gpu timed no step-mode token" >&2; exit 1; }
+# The timed step-mode token at the batch: its kernels and GEMMs, those in
+# the few-row kernel and in cuBLAS.
+for call in step step-cublas; do
+  grep -q "^$call: [0-9]* kernels, .* (GEMMs .* ms, gaps .* ms)" \
+    "$work/out/bench-tiny.log" ||
+    { echo "lruc-bench-gpu timed no $call token" >&2; exit 1; }
+done
 # Same library, same kernels: each of the base's rows has its match.
 [ "$(wc -l < "$work/out/kernels-tiny-vs-base.csv")" -eq \
   "$(( $(wc -l < "$work/out/kernels-tiny-base.csv") - 1 ))" ] ||
   { echo "kernels-tiny-vs-base.csv lacks kernels" >&2; exit 1; }
 grep -q "^tiny kernels, base ms -> new ms" "$work/out/bench-summary.txt"
 # The summary's tiny row ends with step mode at the batch and its GEMMs'
-# part of a token, both measured.
-awk '$1 == "tiny" && $(NF-1) ~ /^[0-9.]+$/ && $NF ~ /^[0-9.]+$/ { ok = 1 }
+# part of a token in the few-row kernel and in cuBLAS, all measured.
+awk '$1 == "tiny" && $(NF-2) ~ /^[0-9.]+$/ && $(NF-1) ~ /^[0-9.]+$/ &&
+     $NF ~ /^[0-9.]+$/ { ok = 1 }
      END { exit !ok }' "$work/out/bench-summary.txt" ||
   { echo "bench-summary.txt lacks step mode at the batch" >&2;
     cat "$work/out/bench-summary.txt" >&2; exit 1; }

@@ -33,6 +33,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
 #include <thread>
 
 namespace {
@@ -585,30 +586,22 @@ TEST(CpuLibraryBatchNorm, StatisticsOfInputsFarFromZero) {
 /// skipped, with the reason.
 class GpuDevice : public ::testing::TestWithParam<ModelCase> {};
 
-TEST_P(GpuDevice, MatchesTheCpuLibrary) {
-  std::string error;
-  std::unique_ptr<lruc::cuda::Device> device =
-      lruc::cuda::Device::open(0, error);
-  if (!device)
-    GTEST_SKIP() << "no GPU here: " << error;
-  const ModelCase &c = GetParam();
-  BuiltModel built;
+/// Model `c` built into `built`, its GPU half in `gpuModel` and its kernels
+/// loaded on `device`. On the simulated driver (tests/cuda:
+/// cuda-device-simulated), the module that loads is NVRTC's PTX, and what
+/// runs is the same source compiled for the CPU.
+void loadModelKernels(const ModelCase &c, lruc::cuda::Device &device,
+                      BuiltModel &built, const lruc_gpu_model *&gpuModel) {
   buildModel(c, built);
-  if (HasFatalFailure())
+  if (::testing::Test::HasFatalFailure())
     return;
-  auto &[context, errors, path, module, lib] = built;
-  const lruc_model &m = *lib.model;
-  const lruc_gpu_model *gpuModel = nullptr;
   const char *source = nullptr;
-  gpuHalfOf(lib.handle, gpuModel, source);
-  if (HasFatalFailure())
+  gpuHalfOf(built.lib.handle, gpuModel, source);
+  if (::testing::Test::HasFatalFailure())
     return;
-  const lruc_gpu_model &g = *gpuModel;
-  // On the simulated driver (tests/cuda: cuda-device-simulated), the module
-  // that loads is NVRTC's PTX, and what runs is the same source compiled
-  // for the CPU.
+  std::string error;
   llvm::SmallString<128> simDir;
-  if (device->name() == "lruc simulated GPU") {
+  if (device.name() == "lruc simulated GPU") {
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-sim", simDir));
     llvm::SmallString<128> kernels(simDir);
     llvm::sys::path::append(kernels, c.name + ".kernels.so");
@@ -617,10 +610,28 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
         << error;
     setenv("LRUC_SIMULATED_KERNELS", kernels.c_str(), 1);
   }
-  bool loaded = device->loadKernels(source, g.kernels, g.num_kernels, error);
+  bool loaded = device.loadKernels(source, gpuModel->kernels,
+                                   gpuModel->num_kernels, error);
   if (!simDir.empty())
     llvm::sys::fs::remove_directories(simDir);
   ASSERT_TRUE(loaded) << error;
+}
+
+TEST_P(GpuDevice, MatchesTheCpuLibrary) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  const ModelCase &c = GetParam();
+  BuiltModel built;
+  const lruc_gpu_model *gpuModel = nullptr;
+  loadModelKernels(c, *device, built, gpuModel);
+  if (HasFatalFailure())
+    return;
+  auto &[context, errors, path, module, lib] = built;
+  const lruc_model &m = *lib.model;
+  const lruc_gpu_model &g = *gpuModel;
 
   std::vector<float> params(m.param_floats), state(m.state_floats);
   char message[512] = "";
@@ -680,6 +691,79 @@ TEST(GpuDeviceProducts, BatchesOfAnyStride) {
         EXPECT_NEAR(c[at + e], expected[e], 1e-5)
             << "product " << p << ", C stride " << strideC << ", element " << e;
     }
+  }
+}
+
+/// Products of a few rows (x wᵀ, 2 to 64 rows: step mode's) through the
+/// device prelude's kernel, once a model's kernels are loaded, against
+/// double sums and against cuBLAS's: rows across a warp and beyond, columns
+/// short of and past a block's 8, k split unevenly across a block's warps
+/// (1 step, chunks of 64 and a remainder), a batch of two at a negative
+/// stride, leading dimensions wider than the rows.
+TEST(GpuDeviceProducts, FewRowsKernelMatchesSums) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  ASSERT_FALSE(device->fewRowKernel()); // no module yet: cuBLAS
+  BuiltModel built;
+  const lruc_gpu_model *gpuModel = nullptr;
+  loadModelKernels(lruc::testing::smallModelCases().front(), *device, built,
+                   gpuModel);
+  if (HasFatalFailure())
+    return;
+  ASSERT_TRUE(device->fewRowKernel());
+  const lruc_gpu_ops &ops = *device->ops();
+  GpuArrays memory = lruc::testing::deviceArrays(*device);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  struct Shape {
+    int64_t m, n, k, count;
+  };
+  for (Shape s : {Shape{2, 8, 64, 1}, Shape{3, 5, 1, 1}, Shape{31, 9, 600, 1},
+                  Shape{33, 17, 130, 2}, Shape{64, 40, 515, 2},
+                  Shape{50, 24, 8, 1}}) {
+    // Leading dimensions past the used columns: x's k + 3, w's k + 1, y's
+    // n + 2; the batch's second product first in memory (negative strides).
+    const int64_t ldx = s.k + 3, ldw = s.k + 1, ldy = s.n + 2;
+    const int64_t xFloats = s.m * ldx, wFloats = s.n * ldw, yFloats = s.m * ldy;
+    std::vector<float> x(size_t(s.count * xFloats)), w(size_t(s.count * wFloats));
+    for (float &v : x)
+      v = uniform(rng);
+    for (float &v : w)
+      v = uniform(rng);
+    const float *dX = memory.upload(x), *dW = memory.upload(w);
+    const int64_t last = s.count - 1;
+    std::vector<float> results[2];
+    for (bool kernel : {true, false}) {
+      device->useFewRowKernel(kernel);
+      auto *dY = static_cast<float *>(
+          memory.upload(nullptr, size_t(s.count * yFloats) * sizeof(float)));
+      ASSERT_EQ(ops.gemm(ops.context, 0, 1, s.m, s.n, s.k, dX + last * xFloats,
+                         ldx, -xFloats, dW + last * wFloats, ldw, -wFloats,
+                         dY + last * yFloats, ldy, -yFloats, s.count),
+                0);
+      results[kernel] = memory.download(dY, size_t(s.count * yFloats));
+    }
+    device->useFewRowKernel(true);
+    for (int64_t p = 0; p < s.count; ++p)
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          double want = 0, scale = 0;
+          for (int64_t q = 0; q < s.k; ++q) {
+            const double term = double(x[p * xFloats + i * ldx + q]) *
+                                w[p * wFloats + j * ldw + q];
+            want += term;
+            scale += std::abs(term);
+          }
+          const size_t at = size_t(p * yFloats + i * ldy + j);
+          for (bool kernel : {true, false})
+            EXPECT_NEAR(results[kernel][at], want, 1e-5 * scale + 1e-7)
+                << (kernel ? "kernel" : "cuBLAS") << ", " << s.m << " x "
+                << s.n << " x " << s.k << ", product " << p << ", y[" << i
+                << "][" << j << "]";
+        }
   }
 }
 

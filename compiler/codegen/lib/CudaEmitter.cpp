@@ -1202,7 +1202,8 @@ private:
 /// with LRUC_GPU_SIMULATE, which NVRTC never defines): one thread of each
 /// kernel, called with an argument array like cuLaunchKernel's, and which
 /// kernels' threads synchronise (the simulator runs their blocks as
-/// coroutines; the others a thread at a time), and the kernels' names.
+/// coroutines; the others a thread at a time), and the kernels' names: the
+/// plan's, then the device prelude's `lruc_few_rows_nt`.
 void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
                      llvm::raw_ostream &os) {
   os << "\n#ifdef LRUC_GPU_SIMULATE\nnamespace {\n";
@@ -1219,12 +1220,22 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
       os << ", *static_cast<" << type << " *>(a[" << n + 2 << "])";
     os << ");\n}\n";
   }
+  // The device prelude's own kernel (lruc::cuda::Device's products of a
+  // few rows), after the model's.
+  os << "void simFewRows(void **a) {\n  lruc_few_rows_nt("
+     << "*static_cast<int64_t *>(a[0]), *static_cast<int64_t *>(a[1]), "
+        "*static_cast<int64_t *>(a[2]), *static_cast<const float **>(a[3]), "
+        "*static_cast<int64_t *>(a[4]), *static_cast<int64_t *>(a[5]), "
+        "*static_cast<const float **>(a[6]), *static_cast<int64_t *>(a[7]), "
+        "*static_cast<int64_t *>(a[8]), *static_cast<float **>(a[9]), "
+        "*static_cast<int64_t *>(a[10]), *static_cast<int64_t *>(a[11]));\n}\n";
   os << "void (*const kSimKernels[])(void **) = {";
   for (const CudaLaunch *l : kernels)
-    os << (l->index ? ", " : "") << "sim" << l->index;
-  os << "};\n} // namespace\n\n"
+    os << "sim" << l->index << ", ";
+  os << "simFewRows};\n} // namespace\n\n"
      << "// The running thread (lruc_sim_now) of kernel `kernel`, its place in "
-        "the\n// launch plan (cuBLAS calls not counted).\n"
+        "the\n// launch plan (cuBLAS calls not counted), or past its end the "
+        "prelude's.\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) void\n"
         "lruc_sim_run(int32_t kernel, void **args) {\n"
      << "  kSimKernels[kernel](args);\n}\n\n"
@@ -1233,16 +1244,17 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
      << "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "int8_t\n    lruc_sim_synchronises[] = {";
   for (const CudaLaunch *l : kernels)
-    os << (l->index ? ", " : "") << (l->synchronises ? 1 : 0);
-  os << "};\n\n// The kernels' names, as in the PTX (a simulated driver's "
+    os << (l->synchronises ? 1 : 0) << ", ";
+  os << "1};\n\n// The kernels' names, as in the PTX (a simulated driver's "
         "cuModuleGetFunction).\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "char *const\n    lruc_sim_kernel_names[] = {";
   for (const CudaLaunch *l : kernels)
-    os << (l->index ? ", " : "") << '"' << l->kernel << '"';
-  os << "};\nextern \"C\" __attribute__((visibility(\"default\"))) const "
-        "int32_t\n    lruc_sim_kernel_count = "
-     << kernels.size() << ";\n#endif // LRUC_GPU_SIMULATE\n";
+    os << '"' << l->kernel << "\", ";
+  os << "\"lruc_few_rows_nt\"};\nextern \"C\" "
+        "__attribute__((visibility(\"default\"))) const int32_t\n"
+        "    lruc_sim_kernel_count = "
+     << kernels.size() + 1 << ";\n#endif // LRUC_GPU_SIMULATE\n";
 }
 
 /// Whether matmul `second`, right after `first` in the plan, can run in the

@@ -468,5 +468,100 @@ __device__ inline bool dropoutKeepAt(uint32_t bits, int r) {
          1u;
 }
 
+
+// --- Products of a few rows ---------------------------------------------------
+//
+// y = x wᵀ for x [m, k] of 2 to kFewRowsMax rows (step mode: a row a
+// stream), w [n, k] (a weight, [out, in]) and y [m, n], each with its
+// leading dimension; `count` such products at strides of floats (a batch,
+// lruc_gpu_ops.gemm). lruc::cuda::Device runs them here instead of in
+// cuBLAS, whose tiles of 64 or more rows and columns put a 50-row product by
+// a [768, 512] weight on about 12 blocks: a few SMs stream the weight while
+// the rest of the device idles. Here a block takes kFewRowsColumns columns
+// of one product, all its rows, and each of its kFewRowsWarps warps a range
+// of k, so the weight is read once, by blocks on every SM. A lane holds
+// rows `lane` and `lane + 32`; the warps' partial sums are added in warp
+// order (a fixed order, no atomics). The block count is
+// ceil(n / kFewRowsColumns) · count, its threads kFewRowsWarps · 32.
+
+constexpr int kFewRowsMax = 64, kFewRowsColumns = 8, kFewRowsWarps = 8;
+/// Steps of k a warp keeps in shared memory at once.
+constexpr int kFewRowsChunk = 64;
+
 } // namespace gpu
 } // namespace lruc
+
+extern "C" __global__ void
+__launch_bounds__(lruc::gpu::kFewRowsWarps * 32)
+    lruc_few_rows_nt(int64_t m, int64_t n, int64_t k,
+                     const float *__restrict x, int64_t ldx, int64_t strideX,
+                     const float *__restrict w, int64_t ldw, int64_t strideW,
+                     float *__restrict y, int64_t ldy, int64_t strideY) {
+  using namespace lruc::gpu;
+  constexpr int kColumns = kFewRowsColumns, kWarps = kFewRowsWarps;
+  // A column's elements one float apart and rows kColumns + 1 apart: the
+  // lanes storing neighbouring steps of k (or rows) hit distinct banks.
+  __shared__ float weights[kWarps][kFewRowsChunk][kColumns + 1];
+  __shared__ float partial[kWarps][kFewRowsMax][kColumns + 1];
+  const int64_t tiles = (n + kColumns - 1) / kColumns;
+  const int64_t product = blockIdx.x / tiles;
+  const int64_t n0 = int64_t(blockIdx.x % tiles) * kColumns;
+  x += product * strideX;
+  w += product * strideW;
+  y += product * strideY;
+  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
+  const int64_t k0 = k * warp / kWarps, k1 = k * (warp + 1) / kWarps;
+  // Lanes past the last row multiply row 0 and drop the sums.
+  const float *x0 = x + (lane < m ? lane : 0) * ldx;
+  const float *x1 = x + (lane + 32 < m ? lane + 32 : 0) * ldx;
+  float sum0[kColumns], sum1[kColumns];
+  LRUC_UNROLL
+  for (int c = 0; c < kColumns; ++c)
+    sum0[c] = sum1[c] = 0.0f;
+  for (int64_t kc = k0; kc < k1; kc += kFewRowsChunk) {
+    const int steps = int(k1 - kc < kFewRowsChunk ? k1 - kc : kFewRowsChunk);
+    // All of the chunk's loads first, in flight together (zeros past its
+    // steps and the last column), then the stores.
+    float chunk[kColumns][kFewRowsChunk / 32];
+    LRUC_UNROLL
+    for (int c = 0; c < kColumns; ++c)
+      LRUC_UNROLL
+      for (int u = 0; u < kFewRowsChunk / 32; ++u) {
+        const int j = lane + 32 * u;
+        chunk[c][u] =
+            n0 + c < n && j < steps ? w[(n0 + c) * ldw + kc + j] : 0.0f;
+      }
+    LRUC_UNROLL
+    for (int c = 0; c < kColumns; ++c)
+      LRUC_UNROLL
+      for (int u = 0; u < kFewRowsChunk / 32; ++u)
+        weights[warp][lane + 32 * u][c] = chunk[c][u];
+    __syncwarp();
+    LRUC_UNROLL_8
+    for (int j = 0; j < steps; ++j) {
+      const float a0 = x0[kc + j], a1 = x1[kc + j];
+      LRUC_UNROLL
+      for (int c = 0; c < kColumns; ++c) {
+        sum0[c] += a0 * weights[warp][j][c];
+        sum1[c] += a1 * weights[warp][j][c];
+      }
+    }
+    __syncwarp(); // the chunk read before the next overwrites it
+  }
+  LRUC_UNROLL
+  for (int c = 0; c < kColumns; ++c) {
+    partial[warp][lane][c] = sum0[c];
+    partial[warp][lane + 32][c] = sum1[c];
+  }
+  __syncthreads();
+  for (int o = int(threadIdx.x); o < kFewRowsMax * kColumns;
+       o += int(blockDim.x)) {
+    const int r = o / kColumns, c = o % kColumns;
+    if (r < m && n0 + c < n) {
+      float total = 0.0f;
+      for (int v = 0; v < kWarps; ++v)
+        total += partial[v][r][c];
+      y[r * ldy + n0 + c] = total;
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include "lruc/cuda/PtxCache.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -25,6 +26,11 @@ constexpr int kCublasOpN = 0, kCublasOpT = 1;
 constexpr unsigned kCuStreamNonBlocking = 1;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
 constexpr CUresult kCuErrorStreamCaptureUnsupported = 900;
+// lruc_few_rows_nt (runtime/cuda/device/lruc_device.cuh): the most rows
+// (kFewRowsMax), a block's columns (kFewRowsColumns) and threads
+// (kFewRowsWarps warps).
+constexpr int64_t kFewRowsMax = 64, kFewRowColumns = 8;
+constexpr unsigned kFewRowThreads = 8 * 32;
 
 struct Device::Api {
   CUresult (*init)(unsigned);
@@ -229,6 +235,8 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
   }
   device->name_ = name;
   device->arch_ = "sm_" + std::to_string(major * 10 + minor);
+  if (const char *env = std::getenv("LRUC_FEW_ROW_KERNEL"))
+    device->fewRowsOn_ = std::strcmp(env, "0") != 0;
   device->ops_ = {device.get(), &Device::launch, &Device::gemm, &Device::copy};
   return device;
 }
@@ -298,6 +306,10 @@ bool Device::loadKernels(const std::string &source, const char *const *names,
       error = driverError(*api_, r, std::string("finding kernel ") + names[k]);
       return false;
     }
+  // The device prelude's kernel; a module without it leaves every product
+  // to cuBLAS.
+  if (api_->moduleGetFunction(&fewRows_, module_, "lruc_few_rows_nt"))
+    fewRows_ = nullptr;
   return true;
 }
 
@@ -541,6 +553,10 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
   auto *self = static_cast<Device *>(context);
   if (count < 1)
     return count == 0 ? 0 : -1;
+  if (!transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 && k > 0 &&
+      self->fewRowKernel())
+    return self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb, strideB, c,
+                                ldc, strideC, count);
   const float one = 1.0f, zero = 0.0f;
   const int opA = transB ? kCublasOpT : kCublasOpN;
   const int opB = transA ? kCublasOpT : kCublasOpN;
@@ -564,6 +580,25 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
         return status;
   }
   return self->endTimed();
+}
+
+int Device::fewRowProducts(int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, int64_t strideA, const float *b,
+                           int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                           int64_t strideC, int64_t count) {
+  if (int r = startTimed(kGemm, 2.0 * double(m) * double(n) * double(k) *
+                                    double(count)))
+    return r;
+  void *args[] = {&m, &n, &k, &a, &lda, &strideA, &b, &ldb, &strideB, &c,
+                  &ldc, &strideC};
+  const int64_t blocks = (n + kFewRowColumns - 1) / kFewRowColumns * count;
+  if (blocks > 2147483647)
+    return -1;
+  if (CUresult r = api_->launchKernel(fewRows_, unsigned(blocks), 1, 1,
+                                      kFewRowThreads, 1, 1, 0, stream_, args,
+                                      nullptr))
+    return r;
+  return endTimed();
 }
 
 int Device::copy(void *context, void *dst, const void *src, size_t bytes,

@@ -106,6 +106,15 @@ public:
   bool launchGraph(Graph *graph, std::string &error);
   void destroyGraph(Graph *graph);
 
+  /// Whether GEMMs x wᵀ of 2 to 64 rows (step mode's, a row a stream) run
+  /// in the device prelude's kernel for them (lruc_few_rows_nt, in every
+  /// model's module) instead of cuBLAS: on by default, unless
+  /// $LRUC_FEW_ROW_KERNEL is 0; for comparing the two. Effective once
+  /// loadKernels has found the kernel (a library built before it has none:
+  /// cuBLAS then).
+  void useFewRowKernel(bool on) { fewRowsOn_ = on; }
+  bool fewRowKernel() const { return fewRows_ && fewRowsOn_; }
+
   /// From now on (or no longer), every launch and GEMM is timed by two
   /// events on its stream: for benchmarks, not for training (an event pair
   /// costs a few microseconds a launch).
@@ -144,6 +153,13 @@ private:
   void *module_ = nullptr;  ///< CUmodule
   void *cublas_ = nullptr;  ///< cublasHandle_t
   std::vector<void *> kernels_; ///< CUfunction by schedule index
+  void *fewRows_ = nullptr;     ///< CUfunction lruc_few_rows_nt, if found
+  bool fewRowsOn_ = true;
+  /// x wᵀ on lruc_few_rows_nt: gemm's arguments with transA = 0, transB = 1.
+  int fewRowProducts(int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, int64_t strideA, const float *b, int64_t ldb,
+                     int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                     int64_t count);
   struct TimedLaunch {
     int32_t kernel; ///< kGemm for a GEMM
     double flops;   ///< a GEMM's
