@@ -61,6 +61,7 @@ public:
       if (failed(emitOp(&op)))
         return failure();
     }
+    emitResultsCopy(cast<func::ReturnOp>(func.getBody().front().getTerminator()));
     return success();
   }
 
@@ -96,6 +97,74 @@ private:
     gridLoop(items);
     os << "    lruc::gpu::clearScanChain(chain, " << items
        << ", i);\n  }\n}\n\n";
+  }
+
+  /// The last kernel of a function: copies its returned values into the
+  /// caller's results (runtime/include/lruc_gpu.h), all in one launch
+  /// instead of a device-to-device copy each (a train step returns every
+  /// parameter and both moments: ~275 copies of ~1-2 us each on a GPU's
+  /// stream, most of them a few hundred floats). A value's floats are
+  /// split into parts of kPartFloats, a block each (a value that grows with
+  /// the batch: kBatchedParts blocks whatever the batch), the parts laid
+  /// end to end; a block finds its value by binary search over the first
+  /// parts. Not __restrict: a result may be the very array returned (a
+  /// parameter handed back unchanged), which a copy leaves as it is.
+  void emitResultsCopy(func::ReturnOp ret) {
+    constexpr int64_t kPartFloats = 8 * kCudaBlockThreads;
+    constexpr int64_t kBatchedParts = 64;
+    std::string name = prefix + "_results";
+    std::vector<int64_t> firstPart{0};
+    std::string cases;
+    for (auto [n, v] : llvm::enumerate(ret.getOperands())) {
+      auto type = cast<RankedTensorType>(v.getType());
+      const int64_t floatsPerElement = elementBytes(type) / 4;
+      const bool batched = type.getRank() > 0 && type.isDynamicDim(0);
+      const int64_t parts =
+          batched ? kBatchedParts
+                  : std::max<int64_t>(
+                        1, (type.getNumElements() * floatsPerElement +
+                            kPartFloats - 1) /
+                               kPartFloats);
+      firstPart.push_back(firstPart.back() + parts);
+      cases += "  case " + std::to_string(n) + ": from = in" +
+               std::to_string(n) + "; to = out" + std::to_string(n) +
+               "; floats = int64_t(" + countExpr(v) + ") * " +
+               std::to_string(floatsPerElement) + "; break;\n";
+    }
+    const size_t count = ret.getNumOperands();
+    CudaLaunch launch{name, std::to_string(firstPart.back()), true, ret, {}, {}};
+    llvm::append_range(launch.operands, ret.getOperands());
+    launch.copiesResults = true;
+    os << "__device__ const int32_t " << name << "_first[] = {";
+    for (auto [k, first] : llvm::enumerate(firstPart))
+      os << (k ? ", " : "") << first;
+    os << "};\n\nextern \"C\" __global__ void " << name
+       << "(int64_t B, lruc::gpu::Status *status";
+    for (size_t n = 0; n < count; ++n) {
+      launch.parameterTypes.push_back("const float *");
+      os << ", const float *in" << n;
+    }
+    for (size_t n = 0; n < count; ++n) {
+      launch.parameterTypes.push_back("float *");
+      os << ", float *out" << n;
+    }
+    current->push_back(std::move(launch));
+    os << ") {\n  (void)B; (void)status;\n"
+       << "  const int32_t block = int32_t(blockIdx.x);\n"
+       << "  int lo = 0, hi = " << count << ";\n"
+       << "  while (hi - lo > 1) {\n"
+       << "    const int mid = (lo + hi) / 2;\n"
+       << "    (" << name << "_first[mid] <= block ? lo : hi) = mid;\n"
+       << "  }\n"
+       << "  const float *from = nullptr;\n  float *to = nullptr;\n"
+       << "  int64_t floats = 0;\n  switch (lo) {\n"
+       << cases << "  }\n"
+       << "  const int64_t parts = " << name << "_first[lo + 1] - " << name
+       << "_first[lo];\n"
+       << "  for (int64_t i = int64_t(block - " << name
+       << "_first[lo]) * blockDim.x + threadIdx.x; i < floats;\n"
+       << "       i += parts * blockDim.x)\n"
+       << "    to[i] = from[i];\n}\n\n";
   }
 
   /// Starts the op's kernel (its name: the function, the op's index and

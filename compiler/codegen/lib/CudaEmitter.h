@@ -83,6 +83,9 @@ struct CudaLaunch {
   /// A GEMM's second matmul, run with `op`'s in one call (a strided batch
   /// of two; batchGemmPairs), or null.
   mlir::Operation *batchedOp = nullptr;
+  /// The function's results kernel (op: its return): `operands` are the
+  /// returned values; the caller's results follow them as its outputs.
+  bool copiesResults = false;
 
   bool isGemm() const { return kernel == "cublas"; }
 };

@@ -3,8 +3,8 @@
 // Host C++ for the model library: per function, `gpu_run_<function>` runs
 // the launch plan of the CUDA source in order through lruc_gpu_ops
 // (runtime/include/lruc_gpu.h): each kernel with (B, status, its arrays),
-// each matmul as a row-major GEMM, then the results copied out and the
-// status block read back. Arrays are where the memory plan put them, in one
+// each matmul as a row-major GEMM, the last kernel copying the results
+// out, then the status block read back. Arrays are where the memory plan put them, in one
 // device workspace laid out as the CPU library's, followed by the status
 // block and the device copies of the host scalars (lr, step, dropout_key).
 //
@@ -60,7 +60,9 @@ KernelBytes kernelBytes(const CudaLaunch &launch) {
     int64_t count = 1;
     for (int64_t d = batched ? 1 : 0; d < type.getRank(); ++d)
       count *= type.getDimSize(d);
-    (batched ? bytes.perExample : bytes.fixed) += count * perElement;
+    // A results copy reads each value and writes it again.
+    (batched ? bytes.perExample : bytes.fixed) +=
+        count * perElement * (launch.copiesResults ? 2 : 1);
   }
   return bytes;
 }
@@ -131,22 +133,20 @@ public:
           return failure();
         os << "    const void *p" << k << " = " << *p << ";\n";
       }
+      // The results kernel writes the caller's results.
+      const size_t results =
+          launch.copiesResults ? launch.operands.size() : 0;
+      for (size_t k = 0; k < results; ++k)
+        os << "    void *r" << k << " = results[" << k << "];\n";
       os << "    void *a[] = {&B, &status";
       for (size_t k = 0; k < launch.operands.size(); ++k)
         os << ", &p" << k;
+      for (size_t k = 0; k < results; ++k)
+        os << ", &r" << k;
       os << "};\n    if (n > 0 && !gpuLaunch(ops, " << launch.index << ", n, "
          << (launch.blockPerOutput ? 1 : 0) << ", " << launch.blockThreads
          << ", " << (launch.gridStride ? kGridStrideBlocks : 0) << ", a, \""
          << launch.kernel << "\", error))\n      return false;\n  }\n";
-    }
-    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-      FailureOr<std::string> p = pointer(v);
-      if (failed(p))
-        return failure();
-      os << "  if (!gpuCopy(ops, results[" << i << "], " << *p
-         << ", uint64_t(" << countExpr(v) << ") * " << elementBytes(v.getType())
-         << ", LRUC_COPY_DEVICE_TO_DEVICE, error))\n    return false;\n";
     }
     os << "  return gpuCheckStatus(ops, status, \"" << name
        << "\", gpu_describe_" << name << ", error);\n}\n\n";
