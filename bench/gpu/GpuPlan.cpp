@@ -15,10 +15,14 @@
 // GEMMs' FLOPs at the given rate (default: none counted): a floor under
 // the entry point's time for a schedule that moves those bytes, against
 // which a change that removes passes is measured on a machine with no GPU.
-// With --top, each entry point's N kernels that move the most bytes.
+// With --top, each entry point's N kernels that move the most bytes. Last,
+// the device memory a train step at BATCH takes, as lruc-bench-gpu
+// allocates it (workspace, parameters and both moments, statistics, the
+// batch's inputs and outputs): what tells whether a batch fits a GPU.
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/BenchSupport.h"
 #include "lruc_gpu.h"
 #include "lruc_model.h"
 
@@ -222,5 +226,20 @@ int main(int argc, char **argv) {
                      stepInputs.data(), stepOutputs.data(), message,
                      sizeof message);
     });
+  // Device memory of a train step (lruc-bench-gpu's arrays).
+  double io = 0;
+  for (int32_t i = 0; i < m->num_inputs; ++i)
+    io += 4.0 * double(lruc::bench::elementsOf(m->inputs[i], batch));
+  for (int32_t i = 0; i < m->num_outputs; ++i)
+    io += 4.0 * double(lruc::bench::elementsOf(m->outputs[i], batch));
+  const double workspaceBytes = double(g->workspace_bytes(batch));
+  const double blocks = 4.0 * (3.0 * double(m->param_floats) +
+                               double(m->state_floats));
+  std::printf("device memory of a train step: %.2f GiB (workspace %.2f GiB, "
+              "parameters, moments and statistics %.1f MiB, inputs and "
+              "outputs %.1f MiB)\n",
+              (workspaceBytes + blocks + io) / 1073741824.0,
+              workspaceBytes / 1073741824.0, blocks / 1048576.0,
+              io / 1048576.0);
   return ok ? 0 : 1;
 }
