@@ -27,6 +27,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -104,14 +105,17 @@ private:
   /// instead of a device-to-device copy each (a train step returns every
   /// parameter and both moments: ~275 copies of ~1-2 us each on a GPU's
   /// stream, most of them a few hundred floats). A value's floats are
-  /// split into parts of kPartFloats, a block each (a value that grows with
-  /// the batch: kBatchedParts blocks whatever the batch), the parts laid
-  /// end to end; a block finds its value by binary search over the first
-  /// parts. Not __restrict: a result may be the very array returned (a
+  /// split into parts of kPartFloats, a block each, the parts laid end to
+  /// end; a block finds its value by binary search over the first parts. A
+  /// value that grows with the batch has as many parts as kTypicalBatch
+  /// examples would need (at most kMostBatchedParts), its blocks striding
+  /// through whatever the batch is: step mode's carries are a few hundred
+  /// floats an example, and a launch of many idle blocks is latency a
+  /// token. Not __restrict: a result may be the very array returned (a
   /// parameter handed back unchanged), which a copy leaves as it is.
   void emitResultsCopy(func::ReturnOp ret) {
     constexpr int64_t kPartFloats = 8 * kCudaBlockThreads;
-    constexpr int64_t kBatchedParts = 64;
+    constexpr int64_t kTypicalBatch = 32, kMostBatchedParts = 256;
     std::string name = prefix + "_results";
     std::vector<int64_t> firstPart{0};
     std::string cases;
@@ -119,12 +123,14 @@ private:
       auto type = cast<RankedTensorType>(v.getType());
       const int64_t floatsPerElement = elementBytes(type) / 4;
       const bool batched = type.getRank() > 0 && type.isDynamicDim(0);
-      const int64_t parts =
-          batched ? kBatchedParts
-                  : std::max<int64_t>(
-                        1, (type.getNumElements() * floatsPerElement +
-                            kPartFloats - 1) /
-                               kPartFloats);
+      int64_t floats = floatsPerElement;
+      for (int64_t d = batched ? 1 : 0; d < type.getRank(); ++d)
+        floats *= type.getDimSize(d);
+      if (batched)
+        floats *= kTypicalBatch;
+      const int64_t parts = std::clamp<int64_t>(
+          (floats + kPartFloats - 1) / kPartFloats, 1,
+          batched ? kMostBatchedParts : std::numeric_limits<int64_t>::max());
       firstPart.push_back(firstPart.back() + parts);
       cases += "  case " + std::to_string(n) + ": from = in" +
                std::to_string(n) + "; to = out" + std::to_string(n) +
