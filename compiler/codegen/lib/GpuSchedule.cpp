@@ -4,9 +4,10 @@
 // the launch plan of the CUDA source in order through lruc_gpu_ops
 // (runtime/include/lruc_gpu.h): each kernel with (B, status, its arrays),
 // each matmul as a row-major GEMM, the last kernel copying the results
-// out, then the status block read back. Arrays are where the memory plan put them, in one
-// device workspace laid out as the CPU library's, followed by the status
-// block and the device copies of the host scalars (lr, step, dropout_key).
+// out, then the status block read back. Arrays are where the memory plan
+// put them, in one device workspace laid out as the CPU library's, followed
+// by the status block and the device copies of the host scalars (lr, step,
+// dropout_key).
 //
 //===----------------------------------------------------------------------===//
 

@@ -468,7 +468,6 @@ __device__ inline bool dropoutKeepAt(uint32_t bits, int r) {
          1u;
 }
 
-
 // --- Products of a few rows ---------------------------------------------------
 //
 // y = x wᵀ for x [m, k] of 2 to kFewRowsMax rows (step mode: a row a

@@ -29,8 +29,8 @@ constexpr CUresult kCuErrorStreamCaptureUnsupported = 900;
 // lruc_few_rows_nt (runtime/cuda/device/lruc_device.cuh): the most rows
 // (kFewRowsMax), a block's columns (kFewRowsColumns) and threads
 // (kFewRowsWarps warps).
-constexpr int64_t kFewRowsMax = 64, kFewRowColumns = 8;
-constexpr unsigned kFewRowThreads = 8 * 32;
+constexpr int64_t kFewRowsMax = 64, kFewRowsColumns = 8;
+constexpr unsigned kFewRowsThreads = 8 * 32;
 
 struct Device::Api {
   CUresult (*init)(unsigned);
@@ -553,16 +553,19 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
   auto *self = static_cast<Device *>(context);
   if (count < 1)
     return count == 0 ? 0 : -1;
-  if (!transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 && k > 0 &&
-      self->fewRowKernel())
-    return self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb, strideB, c,
-                                ldc, strideC, count);
-  const float one = 1.0f, zero = 0.0f;
-  const int opA = transB ? kCublasOpT : kCublasOpN;
-  const int opB = transA ? kCublasOpT : kCublasOpN;
   if (int r = self->startTimed(kGemm, 2.0 * double(m) * double(n) * double(k) *
                                           double(count)))
     return r;
+  if (!transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 && k > 0 &&
+      self->fewRowKernel()) {
+    if (int r = self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb,
+                                     strideB, c, ldc, strideC, count))
+      return r;
+    return self->endTimed();
+  }
+  const float one = 1.0f, zero = 0.0f;
+  const int opA = transB ? kCublasOpT : kCublasOpN;
+  const int opB = transA ? kCublasOpT : kCublasOpN;
   // cuBLAS documents no negative strides: such a batch runs product by
   // product.
   if (count > 1 && strideA >= 0 && strideB >= 0 && strideC >= 0) {
@@ -586,19 +589,13 @@ int Device::fewRowProducts(int64_t m, int64_t n, int64_t k, const float *a,
                            int64_t lda, int64_t strideA, const float *b,
                            int64_t ldb, int64_t strideB, float *c, int64_t ldc,
                            int64_t strideC, int64_t count) {
-  if (int r = startTimed(kGemm, 2.0 * double(m) * double(n) * double(k) *
-                                    double(count)))
-    return r;
   void *args[] = {&m, &n, &k, &a, &lda, &strideA, &b, &ldb, &strideB, &c,
                   &ldc, &strideC};
-  const int64_t blocks = (n + kFewRowColumns - 1) / kFewRowColumns * count;
+  const int64_t blocks = (n + kFewRowsColumns - 1) / kFewRowsColumns * count;
   if (blocks > 2147483647)
     return -1;
-  if (CUresult r = api_->launchKernel(fewRows_, unsigned(blocks), 1, 1,
-                                      kFewRowThreads, 1, 1, 0, stream_, args,
-                                      nullptr))
-    return r;
-  return endTimed();
+  return api_->launchKernel(fewRows_, unsigned(blocks), 1, 1, kFewRowsThreads,
+                            1, 1, 0, stream_, args, nullptr);
 }
 
 int Device::copy(void *context, void *dst, const void *src, size_t bytes,

@@ -155,7 +155,8 @@ private:
   std::vector<void *> kernels_; ///< CUfunction by schedule index
   void *fewRows_ = nullptr;     ///< CUfunction lruc_few_rows_nt, if found
   bool fewRowsOn_ = true;
-  /// x wᵀ on lruc_few_rows_nt: gemm's arguments with transA = 0, transB = 1.
+  /// Queues x wᵀ on lruc_few_rows_nt (gemm's arguments with transA = 0,
+  /// transB = 1; gemm times it).
   int fewRowProducts(int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t lda, int64_t strideA, const float *b, int64_t ldb,
                      int64_t strideB, float *c, int64_t ldc, int64_t strideC,
