@@ -290,10 +290,9 @@ int main(int argc, char **argv) try {
   // until one takes a millisecond, the copy's buffers reused.
   int64_t side = 128;
   auto squareGemm = [&] {
-    if (ops->gemm(ops->context, 0, 0, side, side, side,
-                  static_cast<const float *>(copyFrom), side, 0,
-                  static_cast<const float *>(copyFrom) + side * side, side, 0,
-                  static_cast<float *>(copyTo), side, 0, 1))
+    if (ops->gemm(ops->context, 0, 0, side, side, side, LRUC_GPU_F32, copyFrom,
+                  side, 0, static_cast<const float *>(copyFrom) + side * side,
+                  side, 0, LRUC_GPU_F32, copyTo, side, 0, 1))
       throw std::runtime_error("cuBLAS failed on a square product");
   };
   for (;; side *= 2) {

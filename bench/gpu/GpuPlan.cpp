@@ -67,12 +67,15 @@ struct Tally {
   }
 
   static int gemm(void *context, int32_t, int32_t, int64_t m, int64_t n,
-                  int64_t k, const float *, int64_t, int64_t, const float *,
-                  int64_t, int64_t, float *, int64_t, int64_t, int64_t count) {
+                  int64_t k, int32_t abType, const void *, int64_t, int64_t,
+                  const void *, int64_t, int64_t, int32_t cType, void *,
+                  int64_t, int64_t, int64_t count) {
     Tally &t = of(context);
     ++t.gemms;
+    auto bytes = [](int32_t type) { return type == LRUC_GPU_BF16 ? 2.0 : 4.0; };
     t.gemmFlops += 2.0 * double(m) * double(n) * double(k) * double(count);
-    t.gemmBytes += 4.0 * (double(m) * k + double(k) * n + double(m) * n) *
+    t.gemmBytes += (bytes(abType) * (double(m) * k + double(k) * n) +
+                    bytes(cType) * double(m) * n) *
                    double(count);
     return 0;
   }

@@ -20,6 +20,8 @@
 #                                       in cuBLAS), device memory
 #                                       (lruc-bench-gpu); every kernel's
 #                                       time in kernels-MODEL.csv, and
+#                                       with bfloat16 activations too
+#                                       (NAME.bf16.so, --gpu-storage=bf16),
 #                                       beside a kit's baseline libraries
 #                                       kernel by kernel
 #                                       (kernels-MODEL-vs-base.csv)
@@ -58,10 +60,10 @@ what="${1:-all}"
 shift $(( $# > 0 ? 1 : 0 ))
 status=0
 
-models() { # the kit's libraries (not the depth-1 and baseline copies), or
-  # those named
+models() { # the kit's libraries (not the depth-1, baseline and bfloat16
+  # copies), or those named (text.bf16: the bfloat16 copy)
   if [ $# -eq 0 ]; then
-    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.base\.so$'; else
+    ls "$kit"/models/*.so | grep -v '\.depth1\.so$\|\.base\.so$\|\.bf16\.so$'; else
     for name in "$@"; do echo "$kit/models/$name.so"; done; fi
 }
 
@@ -143,6 +145,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     batch "steps/s" paper ratio "tf32" ratio "scan fwd" "scan bwd" \
     "block f+b ms" "of step" "token us" "no graph" "batch us" "GEMMs us" \
     "cuBLAS us" > "$summary"
+  rm -f "$out/bench-bf16.txt"
   for name in "${names[@]}"; do
     batch="$(cat "$kit/models/$name.batch")"
     echo "== $name (batch $batch; paper, A100: ${paper[$name]:-?} steps/s)"
@@ -190,7 +193,28 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
       "$block" "$share" "${token:--}" "${launched:--}" "${batched:--}" \
       "${gemms:--}" "${cublas:--}" >> "$summary"
+    # The same model with bfloat16 activations (kit.sh's NAME.bf16.so):
+    # its train steps/s against the paper and against the fp32 library's.
+    if [ -f "$kit/models/$name.bf16.so" ]; then
+      bf16_log="$out/bench-$name-bf16.log"
+      if "$kit/bin/lruc-bench-gpu" "$kit/models/$name.bf16.so" "$batch" \
+          "$iters" --kernels "$out/kernels-$name-bf16.csv" > "$bf16_log" 2>&1; then
+        awk -v name="$name" -v p="${paper[$name]:-0}" -v s32="$steps" \
+            -v t32="${tf32:-0}" '
+          /^train_step  / { s = $4 }
+          /^train_step tf32/ { t = $5 }
+          /^device memory/ { memory = $3 " MiB" }
+          END { printf "%-11s bf16 activations: %8s steps/s (%.2fx paper, %.2fx fp32), tf32 %8s (%.2fx paper, %.2fx fp32), memory %s\n",
+                name, s, p > 0 ? s / p : 0, s32 > 0 ? s / s32 : 0,
+                t, p > 0 ? t / p : 0, t32 > 0 ? t / t32 : 0, memory }' \
+          "$bf16_log" >> "$out/bench-bf16.txt"
+      else
+        cat "$bf16_log"
+        status=1
+      fi
+    fi
   done
+  [ -f "$out/bench-bf16.txt" ] && cat "$out/bench-bf16.txt" >> "$summary"
   # The baseline's libraries (kit.sh with LRUC_BASELINE_BIN), each timed
   # after the model's own run above, on the same device, by the baseline's
   # own lruc-bench-gpu (they speak its GPU ABI; a kit packed before kits

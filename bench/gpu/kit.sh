@@ -61,6 +61,13 @@ for name in "${names[@]}"; do
     "$bin/lruc" "$file" --portable -D DEPTH=1 -o "$stage/models/$name.depth1.so" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   fi
+  # A Table 9 model also with bfloat16 activations (--gpu-storage=bf16),
+  # which device.sh bench times beside it (`device.sh check NAME.bf16`
+  # checks it against its CPU entry points).
+  if [ "$file" = "$root/models/$name.lru" ]; then
+    "$bin/lruc" "$file" --portable --gpu-storage=bf16 -o "$stage/models/$name.bf16.so" &
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+  fi
   if [ -n "${LRUC_BASELINE_BIN:-}" ]; then
     echo "kit.sh: baseline $LRUC_BASELINE_BIN/lruc $file --portable" >&2
     "$LRUC_BASELINE_BIN/lruc" "$file" --portable -o "$stage/models/$name.base.so" &

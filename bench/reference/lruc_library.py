@@ -335,7 +335,7 @@ class StepStream:
 # calls run on the simulated driver of tests/cuda ($LRUC_CUDA_DRIVER,
 # $LRUC_CUBLAS and $LRUC_SIMULATED_KERNELS).
 
-GPU_ABI_VERSION = 4
+GPU_ABI_VERSION = 5
 COPY_HOST_TO_DEVICE, COPY_DEVICE_TO_HOST = 1, 2
 
 _vp = ctypes.c_void_p
@@ -363,6 +363,7 @@ class _GpuModel(ctypes.Structure):
         ("forward_train", _GpuForwardTrain), ("backward", _GpuBackward),
         ("train_step", _GpuTrainStep), ("step_reset", _vp), ("step", _vp),
         ("kernel_bytes", _c_int64_p), ("status_error", _vp),
+        ("activations", ctypes.c_int32),
     ]
 
 

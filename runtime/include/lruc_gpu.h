@@ -37,13 +37,20 @@
 extern "C" {
 #endif
 
-#define LRUC_GPU_ABI_VERSION 4u
+#define LRUC_GPU_ABI_VERSION 5u
 
 /* Directions of lruc_gpu_ops.copy. */
 enum {
   LRUC_COPY_DEVICE_TO_DEVICE = 0,
   LRUC_COPY_HOST_TO_DEVICE = 1,
   LRUC_COPY_DEVICE_TO_HOST = 2
+};
+
+/* Element types of the arrays of lruc_gpu_ops.gemm and of a library's
+ * activations (lruc_gpu_model.activations). */
+enum {
+  LRUC_GPU_F32 = 0,
+  LRUC_GPU_BF16 = 1 /* bfloat16 (`lruc --gpu-storage=bf16`) */
 };
 
 /* What the schedule asks of the device. Each returns 0 on success. */
@@ -56,13 +63,17 @@ typedef struct lruc_gpu_ops {
                 int32_t threads, int32_t block_per_output, void **args);
   /* `count` independent row-major products C_i[m, n] = op(A_i) op(B_i),
    * op(X) = X, or X transposed when its flag is set; lda, ldb, ldc: the row
-   * strides of A, B, C as stored; A_i = a + i * stride_a floats, and so on
-   * for B and C. A stride may be zero (every product reads the same A or B)
-   * or negative; no C_i overlaps another product's operands. */
+   * strides of A, B, C as stored; A_i = a + i * stride_a elements, and so
+   * on for B and C. A stride may be zero (every product reads the same A or
+   * B) or negative; no C_i overlaps another product's operands. A and B
+   * hold `ab_type` elements, C `c_type` (LRUC_GPU_*): fp32 operands give
+   * an fp32 C; bfloat16 operands, whose products are summed in fp32, give
+   * either. */
   int (*gemm)(void *context, int32_t trans_a, int32_t trans_b, int64_t m,
-              int64_t n, int64_t k, const float *a, int64_t lda,
-              int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
-              float *c, int64_t ldc, int64_t stride_c, int64_t count);
+              int64_t n, int64_t k, int32_t ab_type, const void *a, int64_t lda,
+              int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+              int32_t c_type, void *c, int64_t ldc, int64_t stride_c,
+              int64_t count);
   /* `bytes` from `src` to `dst`, in the direction `kind` (LRUC_COPY_*),
    * in order with the launches and GEMMs. `src` may be reused once it
    * returns; a copy to the host has completed when it returns. */
@@ -119,6 +130,12 @@ typedef struct lruc_gpu_model {
    * "train_step" or "step". */
   int (*status_error)(const char *entry, const void *status, char *error,
                       size_t error_size);
+  /* How the kernels store the sequence-sized activations of the whole-
+   * sequence entry points: LRUC_GPU_F32, or LRUC_GPU_BF16 (`lruc
+   * --gpu-storage=bf16`: computed in fp32, stored in bfloat16, so that
+   * results differ from the CPU entry points' by bfloat16's rounding).
+   * Step mode is fp32 either way. */
+  int32_t activations;
 } lruc_gpu_model;
 
 /* NULL when the library speaks another version of this interface. */

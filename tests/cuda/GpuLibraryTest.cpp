@@ -145,7 +145,8 @@ public:
     lruc::testing::expectGpuScheduleMatchesCpu(
         *g, *gpu.ops(), memory, m, inputs, key, params, state,
         lruc::testing::outputSizes(m, batch_), batch_,
-        std::filesystem::path(path_).stem().string());
+        std::filesystem::path(path_).stem().string(),
+        g->activations == LRUC_GPU_BF16 ? lruc::testing::kBf16Looser : 1.0);
     EXPECT_TRUE(gpu.synchronize(error)) << error;
   }
 

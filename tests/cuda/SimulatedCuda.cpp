@@ -91,6 +91,7 @@ enum : int {
   kBlasNotInitialized = 1,
   kBlasInvalidValue = 7,
   kBlasExecutionFailed = 13,
+  kBlasNotSupported = 15,
 };
 constexpr int kBlasOpN = 0, kBlasOpT = 1;
 
@@ -957,13 +958,14 @@ LRUC_EXPORT int cublasSetMathMode(void *handle, int mode) {
 }
 
 /// `count` column-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta
-/// C_i, A_i = a + i * strideA floats and so on (in TF32 math mode, A and B
-/// rounded to TF32 first): cuBLAS's contract for `name`.
-static int sgemmBatch(const char *name, void *handle, int transA, int transB,
-                      int m, int n, int k, const float *alpha, const float *a,
-                      int lda, long long strideA, const float *b, int ldb,
-                      long long strideB, const float *beta, float *c, int ldc,
-                      long long strideC, int count) {
+/// C_i, A_i = a + i * strideA elements and so on (fp32 operands in TF32
+/// math mode rounded to TF32 first): cuBLAS's contract for `name`.
+static int gemmBatch(const char *name, void *handle, int transA, int transB,
+                     int m, int n, int k, const float *alpha,
+                     lruc::testing::GemmArray a, int lda, long long strideA,
+                     lruc::testing::GemmArray b, int ldb, long long strideB,
+                     const float *beta, lruc::testing::GemmArray c, int ldc,
+                     long long strideC, int count) {
   if (!handle)
     return kBlasNotInitialized;
   const int rowsA = transA == kBlasOpN ? m : k;
@@ -977,19 +979,22 @@ static int sgemmBatch(const char *name, void *handle, int transA, int transB,
     return kBlasExecutionFailed;
   if (m == 0 || n == 0 || count == 0)
     return kBlasSuccess;
-  // Each operand's extent, as cuBLAS reads it: `cols` columns of `ld`.
-  auto extent = [](int rows, int cols, int ld) {
-    return (size_t(cols - 1) * size_t(ld) + size_t(rows)) * sizeof(float);
+  // Each operand's extent in bytes, as cuBLAS reads it: `cols` columns of
+  // `ld`.
+  auto extent = [](int rows, int cols, int ld,
+                   const lruc::testing::GemmArray &x) {
+    return (size_t(cols - 1) * size_t(ld) + size_t(rows)) *
+           size_t(x.elementBytes());
   };
   const int colsA = transA == kBlasOpN ? k : m;
   const int colsB = transB == kBlasOpN ? n : k;
   for (int i = 0; i < count; ++i) {
-    const float *ai = a + i * strideA, *bi = b + i * strideB;
-    const float *ci = c + i * strideC;
+    const void *ai = a.plus(i * strideA).data, *bi = b.plus(i * strideB).data;
+    const void *ci = c.plus(i * strideC).data;
     if ((k > 0 &&
-         (!insideDeviceMemory(uintptr_t(ai), extent(rowsA, colsA, lda)) ||
-          !insideDeviceMemory(uintptr_t(bi), extent(rowsB, colsB, ldb)))) ||
-        !insideDeviceMemory(uintptr_t(ci), extent(m, n, ldc))) {
+         (!insideDeviceMemory(uintptr_t(ai), extent(rowsA, colsA, lda, a)) ||
+          !insideDeviceMemory(uintptr_t(bi), extent(rowsB, colsB, ldb, b)))) ||
+        !insideDeviceMemory(uintptr_t(ci), extent(m, n, ldc, c))) {
       report(std::string(name) + ": an operand outside device memory (m " +
              std::to_string(m) + ", n " + std::to_string(n) + ", k " +
              std::to_string(k) + ", lda " + std::to_string(lda) + ", ldb " +
@@ -1002,10 +1007,11 @@ static int sgemmBatch(const char *name, void *handle, int transA, int transB,
   std::string overlap;
   if (count > 1 && k > 0 &&
       lruc::testing::batchOverlaps(
-          a, int64_t(extent(rowsA, colsA, lda) / sizeof(float)), strideA, b,
-          int64_t(extent(rowsB, colsB, ldb) / sizeof(float)), strideB, c,
-          int64_t(extent(m, n, ldc) / sizeof(float)), strideC, count,
-          overlap)) {
+          a.data, int64_t(extent(rowsA, colsA, lda, a)),
+          strideA * a.elementBytes(), b.data,
+          int64_t(extent(rowsB, colsB, ldb, b)), strideB * b.elementBytes(),
+          c.data, int64_t(extent(m, n, ldc, c)), strideC * c.elementBytes(),
+          count, overlap)) {
     // On a device the products would race.
     report(std::string(name) + ": " + overlap);
     driver().stickyError = kLaunchFailed;
@@ -1015,23 +1021,27 @@ static int sgemmBatch(const char *name, void *handle, int transA, int transB,
   // alpha and beta are read now (host pointer mode), the operands when the
   // GEMM runs, in order on the handle's stream.
   const double scaleAB = *alpha, scaleC = *beta;
-  const bool tf32 = static_cast<BlasHandle *>(handle)->tf32;
+  const bool tf32 = static_cast<BlasHandle *>(handle)->tf32 && !a.bf16;
   enqueue(static_cast<BlasHandle *>(handle)->stream, [=] {
-    auto operand = [tf32](float x) { return double(tf32 ? roundToTf32(x) : x); };
+    auto operand = [tf32](double x) {
+      return tf32 ? double(roundToTf32(float(x))) : x;
+    };
     for (int product = 0; product < count; ++product) {
-      const float *ai = a + product * strideA, *bi = b + product * strideB;
-      float *ci = c + product * strideC;
+      const lruc::testing::GemmArray ai = a.plus(product * strideA),
+                                     bi = b.plus(product * strideB),
+                                     ci = c.plus(product * strideC);
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
           double sum = 0;
           for (int p = 0; p < k; ++p)
-            sum += operand(transA == kBlasOpN ? ai[size_t(p) * lda + i]
-                                              : ai[size_t(i) * lda + p]) *
-                   operand(transB == kBlasOpN ? bi[size_t(j) * ldb + p]
-                                              : bi[size_t(p) * ldb + j]);
-          float &out = ci[size_t(j) * ldc + i];
+            sum += operand(transA == kBlasOpN ? ai.at(size_t(p) * lda + i)
+                                              : ai.at(size_t(i) * lda + p)) *
+                   operand(transB == kBlasOpN ? bi.at(size_t(j) * ldb + p)
+                                              : bi.at(size_t(p) * ldb + j));
+          const size_t out = size_t(j) * ldc + i;
           // beta 0: C is not read (it may hold NaNs), as cuBLAS documents.
-          out = float(scaleAB * sum + (scaleC == 0.0 ? 0.0 : scaleC * out));
+          ci.store(out, float(scaleAB * sum +
+                              (scaleC == 0.0 ? 0.0 : scaleC * ci.at(out))));
         }
     }
     return true;
@@ -1039,12 +1049,17 @@ static int sgemmBatch(const char *name, void *handle, int transA, int transB,
   return kBlasSuccess;
 }
 
+static lruc::testing::GemmArray floats(const float *p) {
+  return {const_cast<float *>(p), false};
+}
+
 LRUC_EXPORT int cublasSgemm_v2(void *handle, int transA, int transB, int m,
                                int n, int k, const float *alpha, const float *a,
                                int lda, const float *b, int ldb,
                                const float *beta, float *c, int ldc) {
-  return sgemmBatch("cublasSgemm_v2", handle, transA, transB, m, n, k, alpha, a,
-                    lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
+  return gemmBatch("cublasSgemm_v2", handle, transA, transB, m, n, k, alpha,
+                   floats(a), lda, 0, floats(b), ldb, 0, beta, floats(c), ldc,
+                   0, 1);
 }
 
 LRUC_EXPORT int
@@ -1053,9 +1068,32 @@ cublasSgemmStridedBatched(void *handle, int transA, int transB, int m, int n,
                           long long strideA, const float *b, int ldb,
                           long long strideB, const float *beta, float *c,
                           int ldc, long long strideC, int count) {
-  return sgemmBatch("cublasSgemmStridedBatched", handle, transA, transB, m, n,
-                    k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, ldc,
-                    strideC, count);
+  return gemmBatch("cublasSgemmStridedBatched", handle, transA, transB, m, n, k,
+                   alpha, floats(a), lda, strideA, floats(b), ldb, strideB,
+                   beta, floats(c), ldc, strideC, count);
+}
+
+/// The types lruc asks of it: bfloat16 A and B (CUDA_R_16BF), C bfloat16
+/// or fp32 (CUDA_R_32F), fp32 sums (CUBLAS_COMPUTE_32F); anything else is
+/// CUBLAS_STATUS_NOT_SUPPORTED, as cuBLAS answers a combination it lacks.
+LRUC_EXPORT int
+cublasGemmStridedBatchedEx(void *handle, int transA, int transB, int m, int n,
+                           int k, const void *alpha, const void *a, int aType,
+                           int lda, long long strideA, const void *b, int bType,
+                           int ldb, long long strideB, const void *beta,
+                           void *c, int cType, int ldc, long long strideC,
+                           int count, int computeType, int algo) {
+  constexpr int kBf16 = 14, kF32 = 0, kCompute32F = 68;
+  (void)algo;
+  if (aType != kBf16 || bType != kBf16 || (cType != kBf16 && cType != kF32) ||
+      computeType != kCompute32F)
+    return kBlasNotSupported;
+  return gemmBatch("cublasGemmStridedBatchedEx", handle, transA, transB, m, n,
+                   k, static_cast<const float *>(alpha),
+                   {const_cast<void *>(a), true}, lda, strideA,
+                   {const_cast<void *>(b), true}, ldb, strideB,
+                   static_cast<const float *>(beta), {c, cType == kBf16}, ldc,
+                   strideC, count);
 }
 
 } // extern "C"

@@ -46,7 +46,12 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 # carries, padded to 8 bytes: the kernels' alignment is checked).
 "$bin/lruc" "$src/examples/generalized.lru" --portable -D L=300 -D H=8 \
   -D N=5 -o "$work/generalized_long.so"
-libraries=("$work"/{tiny,listops,listops_h32,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long}.so)
+# Activations in bfloat16 (--gpu-storage=bf16), chained scans: the check
+# reads the library's lruc_gpu_model.activations and loosens its
+# whole-sequence tolerances (step mode stays fp32).
+"$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=600 \
+  --gpu-storage=bf16 -o "$work/pathfinder_long_bf16.so"
+libraries=("$work"/{tiny,listops,listops_h32,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long,pathfinder_long_bf16}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done

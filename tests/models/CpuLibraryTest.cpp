@@ -240,7 +240,8 @@ void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
 /// `libPath` is where it was (its directory is gone, the mapping stays).
 void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
                   const std::string &name, const std::string &errors,
-                  Library &lib, std::string &libPath) {
+                  Library &lib, std::string &libPath,
+                  const lruc::CudaOptions &cudaOptions = {}) {
   std::string source;
   llvm::raw_string_ostream os(source);
   mlir::OwningOpRef<mlir::ModuleOp> lowered = module.clone();
@@ -249,10 +250,12 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
   ASSERT_TRUE(mlir::succeeded(pm.run(*lowered))) << errors;
   lruc::CppOptions options;
   options.embedCuda = true;
+  options.cuda = cudaOptions;
   ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, os, options))) << errors;
   std::string expectedCuda;
   llvm::raw_string_ostream cuda(expectedCuda);
-  ASSERT_TRUE(mlir::succeeded(lruc::emitCuda(*lowered, cuda))) << errors;
+  ASSERT_TRUE(mlir::succeeded(lruc::emitCuda(*lowered, cuda, cudaOptions)))
+      << errors;
   cuda.flush();
   os.flush();
   llvm::SmallString<128> dir;
@@ -289,11 +292,12 @@ struct BuiltModel {
   Library lib;
 };
 
-void buildModel(const ModelCase &c, BuiltModel &built) {
+void buildModel(const ModelCase &c, BuiltModel &built,
+                const lruc::CudaOptions &cudaOptions = {}) {
   built.module = lruc::testing::compileModel(built.context, c, built.errors);
   ASSERT_TRUE(built.module) << built.errors;
   buildLibrary(built.context, *built.module, c.name, built.errors, built.lib,
-               built.path);
+               built.path, cudaOptions);
 }
 
 class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
@@ -591,8 +595,9 @@ class GpuDevice : public ::testing::TestWithParam<ModelCase> {};
 /// cuda-device-simulated), the module that loads is NVRTC's PTX, and what
 /// runs is the same source compiled for the CPU.
 void loadModelKernels(const ModelCase &c, lruc::cuda::Device &device,
-                      BuiltModel &built, const lruc_gpu_model *&gpuModel) {
-  buildModel(c, built);
+                      BuiltModel &built, const lruc_gpu_model *&gpuModel,
+                      const lruc::CudaOptions &cudaOptions = {}) {
+  buildModel(c, built, cudaOptions);
   if (::testing::Test::HasFatalFailure())
     return;
   const char *source = nullptr;
@@ -617,17 +622,16 @@ void loadModelKernels(const ModelCase &c, lruc::cuda::Device &device,
   ASSERT_TRUE(loaded) << error;
 }
 
-TEST_P(GpuDevice, MatchesTheCpuLibrary) {
-  std::string error;
-  std::unique_ptr<lruc::cuda::Device> device =
-      lruc::cuda::Device::open(0, error);
-  if (!device)
-    GTEST_SKIP() << "no GPU here: " << error;
-  const ModelCase &c = GetParam();
+/// The library of model `c` built with `cudaOptions`, its GPU schedule
+/// through `device` against its CPU entry points (expectGpuScheduleMatchesCpu,
+/// its whole-sequence tolerances times `looser`).
+void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
+                            const lruc::CudaOptions &cudaOptions,
+                            double looser) {
   BuiltModel built;
   const lruc_gpu_model *gpuModel = nullptr;
-  loadModelKernels(c, *device, built, gpuModel);
-  if (HasFatalFailure())
+  loadModelKernels(c, device, built, gpuModel, cudaOptions);
+  if (::testing::Test::HasFatalFailure())
     return;
   auto &[context, errors, path, module, lib] = built;
   const lruc_model &m = *lib.model;
@@ -642,12 +646,55 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
   const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
   Buffers inputs = inputBuffers(train, args);
-  lruc::cuda::Device &gpu = *device;
+  lruc::cuda::Device &gpu = device;
+  std::string error;
   GpuArrays memory = lruc::testing::deviceArrays(gpu);
   expectGpuScheduleMatchesCpu(g, *gpu.ops(), memory, m, inputs, key, params,
                               state, lruc::testing::outputSizes(m, kBatch),
-                              kBatch, c.name);
+                              kBatch, c.name, looser);
   EXPECT_TRUE(gpu.synchronize(error)) << error;
+}
+
+TEST_P(GpuDevice, MatchesTheCpuLibrary) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  expectDeviceMatchesCpu(*device, GetParam(), {}, 1.0);
+}
+
+/// `lruc --gpu-storage=bf16`: the sequence-sized activations stored in
+/// bfloat16 (GpuStorage.h) on the device, fp32 on the CPU: the
+/// whole-sequence results within kBf16Looser times the fp32 tolerances;
+/// step mode, fp32 on both sides, as tightly as ever.
+class GpuDeviceBf16 : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(GpuDeviceBf16, MatchesTheCpuLibrary) {
+  std::string error;
+  std::unique_ptr<lruc::cuda::Device> device =
+      lruc::cuda::Device::open(0, error);
+  if (!device)
+    GTEST_SKIP() << "no GPU here: " << error;
+  lruc::CudaOptions options;
+  options.storage = lruc::CudaStorage::Bf16;
+  expectDeviceMatchesCpu(*device, GetParam(), options,
+                         lruc::testing::kBf16Looser);
+}
+
+/// Models that cover what bfloat16 storage touches: an embedding and
+/// GLUs (text), a feature encoder's fp32 GEMM, BatchNorm and dropout
+/// (scifar), bidirectional scans (pathfinder), two towers (retrieval), and
+/// scans chained over several blocks of a sequence (text_long).
+std::vector<ModelCase> bf16ModelCases() {
+  std::vector<ModelCase> cases;
+  for (const ModelCase &c : lruc::testing::smallModelCases())
+    for (const char *name :
+         {"text", "scifar_two_blocks_dropout", "pathfinder_bidirectional",
+          "retrieval_two_towers", "text_long"})
+      if (c.name == name)
+        cases.push_back(c);
+  return cases;
 }
 
 /// lruc_gpu_ops.gemm's batches of products through the device: a shared
@@ -680,8 +727,8 @@ TEST(GpuDeviceProducts, BatchesOfAnyStride) {
   auto *dC = static_cast<float *>(memory.upload(nullptr, 2 * m * n * 4));
   for (int64_t strideC : {m * n, -m * n}) {
     float *first = strideC > 0 ? dC : dC + m * n;
-    ASSERT_EQ(ops.gemm(ops.context, 0, 1, m, n, k, dA, k, 0, dW, k, n * k,
-                       first, n, strideC, 2),
+    ASSERT_EQ(ops.gemm(ops.context, 0, 1, m, n, k, LRUC_GPU_F32, dA, k, 0, dW,
+                       k, n * k, LRUC_GPU_F32, first, n, strideC, 2),
               0);
     std::vector<float> c = memory.download(dC, 2 * m * n);
     for (int p = 0; p < 2; ++p) {
@@ -740,8 +787,9 @@ TEST(GpuDeviceProducts, FewRowsKernelMatchesSums) {
       device->useFewRowKernel(kernel);
       auto *dY = static_cast<float *>(
           memory.upload(nullptr, size_t(s.count * yFloats) * sizeof(float)));
-      ASSERT_EQ(ops.gemm(ops.context, 0, 1, s.m, s.n, s.k, dX + last * xFloats,
-                         ldx, -xFloats, dW + last * wFloats, ldw, -wFloats,
+      ASSERT_EQ(ops.gemm(ops.context, 0, 1, s.m, s.n, s.k, LRUC_GPU_F32,
+                         dX + last * xFloats, ldx, -xFloats,
+                         dW + last * wFloats, ldw, -wFloats, LRUC_GPU_F32,
                          dY + last * yFloats, ldy, -yFloats, s.count),
                 0);
       results[kernel] = memory.download(dY, size_t(s.count * yFloats));
@@ -775,8 +823,8 @@ TEST(GpuSimulatorProducts, RefuseBatchesThatOverlap) {
   std::vector<float> a(8, 1.0f), w(16, 1.0f), c(16, 0.0f);
   // Two [2, 2] products of [2, 2] . [2, 2]^T.
   auto gemm = [&](float *out, int64_t strideA, int64_t strideC) {
-    return ops.gemm(ops.context, 0, 1, 2, 2, 2, a.data(), 2, strideA, w.data(),
-                    2, 4, out, 2, strideC, 2);
+    return ops.gemm(ops.context, 0, 1, 2, 2, 2, LRUC_GPU_F32, a.data(), 2,
+                    strideA, w.data(), 2, 4, LRUC_GPU_F32, out, 2, strideC, 2);
   };
   EXPECT_EQ(gemm(c.data(), 0, 4), 0); // apart: C_1 after C_0
   EXPECT_EQ(c[7], 2.0f);
@@ -864,6 +912,10 @@ EXPORT void lruc_sim_run(int32_t kernel, void **args) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
                          ::testing::ValuesIn(lruc::testing::smallModelCases()),
+                         [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Models, GpuDeviceBf16,
+                         ::testing::ValuesIn(bf16ModelCases()),
                          [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::smallModelCases()),

@@ -78,28 +78,42 @@ private:
   }
 
   static int gemm(void *context, int32_t transA, int32_t transB, int64_t m,
-                  int64_t n, int64_t k, const float *a, int64_t lda,
-                  int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-                  float *c, int64_t ldc, int64_t strideC, int64_t count) {
+                  int64_t n, int64_t k, int32_t abType, const void *a,
+                  int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                  int64_t strideB, int32_t cType, void *c, int64_t ldc,
+                  int64_t strideC, int64_t count) {
     ++static_cast<GpuSimulator *>(context)->gemms_;
+    const bool bf16 = abType == LRUC_GPU_BF16;
+    if ((!bf16 && abType != LRUC_GPU_F32) ||
+        (cType != LRUC_GPU_F32 && (!bf16 || cType != LRUC_GPU_BF16))) {
+      std::fprintf(stderr, "GPU simulator: GEMM of types %d, %d\n", abType,
+                   cType);
+      return 1;
+    }
+    GemmArray A{const_cast<void *>(a), bf16}, B{const_cast<void *>(b), bf16},
+        C{c, cType == LRUC_GPU_BF16};
     std::string overlap;
     if (count > 1 && m > 0 && n > 0 && k > 0 &&
-        batchOverlaps(a, transA ? (k - 1) * lda + m : (m - 1) * lda + k,
-                      strideA, b,
-                      transB ? (n - 1) * ldb + k : (k - 1) * ldb + n, strideB,
-                      c, (m - 1) * ldc + n, strideC, count, overlap)) {
+        batchOverlaps(
+            a,
+            (transA ? (k - 1) * lda + m : (m - 1) * lda + k) * A.elementBytes(),
+            strideA * A.elementBytes(), b,
+            (transB ? (n - 1) * ldb + k : (k - 1) * ldb + n) * B.elementBytes(),
+            strideB * B.elementBytes(), c,
+            ((m - 1) * ldc + n) * C.elementBytes(), strideC * C.elementBytes(),
+            count, overlap)) {
       std::fprintf(stderr, "GPU simulator: GEMM: %s\n", overlap.c_str());
       return 1;
     }
-    for (int64_t product = 0; product < count;
-         ++product, a += strideA, b += strideB, c += strideC)
+    for (int64_t product = 0; product < count; ++product, A = A.plus(strideA),
+                 B = B.plus(strideB), C = C.plus(strideC))
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           double sum = 0;
           for (int64_t p = 0; p < k; ++p)
-            sum += double(transA ? a[p * lda + i] : a[i * lda + p]) *
-                   double(transB ? b[j * ldb + p] : b[p * ldb + j]);
-          c[i * ldc + j] = float(sum);
+            sum += A.at(transA ? p * lda + i : i * lda + p) *
+                   B.at(transB ? j * ldb + p : p * ldb + j);
+          C.store(i * ldc + j, sum);
         }
     return 0;
   }

@@ -1244,6 +1244,7 @@ struct GpuBindings {
   const Binding &forwardTrain, &backward, &trainStep;
   const Binding *step;   ///< null without step mode
   uint64_t carryFloats; ///< per example
+  CudaStorage storage;  ///< lruc_gpu_model.activations
 };
 
 LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
@@ -1370,7 +1371,10 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
         "  gpuWorkspaceBytes, gpu_forward, gpu_forward_train, gpu_backward,\n"
         "  gpu_train_step, "
      << (bindings.step ? "gpu_step_reset, gpu_step" : "nullptr, nullptr")
-     << ",\n  kGpuKernelBytes, gpu_status_error,\n};\n\n";
+     << ",\n  kGpuKernelBytes, gpu_status_error, "
+     << (bindings.storage == CudaStorage::Bf16 ? "LRUC_GPU_BF16"
+                                               : "LRUC_GPU_F32")
+     << ",\n};\n\n";
   return success();
 }
 
@@ -1703,9 +1707,12 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
     if (failed(plans))
       return failure();
     cudaStream.flush();
-    GpuBindings bindings{trainBinding, backwardBinding, *binding,
+    GpuBindings bindings{trainBinding,
+                         backwardBinding,
+                         *binding,
                          stepBinding ? &*stepBinding : nullptr,
-                         stepLayout ? stepLayout->floats : 0};
+                         stepLayout ? stepLayout->floats : 0,
+                         options.cuda.storage};
     if (failed(writeGpuEntryPoints(*plans, layout, bindings, os)))
       return failure();
   }

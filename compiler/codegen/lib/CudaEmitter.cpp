@@ -17,6 +17,7 @@
 
 #include "CudaEmitter.h"
 #include "EmitSupport.h"
+#include "GpuStorage.h"
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
 
@@ -50,6 +51,11 @@ public:
 
   LogicalResult emit(func::FuncOp func, CudaFunctionPlan &plan) {
     prefix = func.getSymName().str();
+    storage = GpuStorage(func, options);
+    FailureOr<MemoryPlan> memory = storage.plan(func);
+    if (failed(memory))
+      return failure();
+    plan.memory = std::move(*memory);
     std::vector<CudaLaunch> &launches = plan.launches;
     current = &launches;
     chainItems = plan.scanChainItems = scanChainItems(func);
@@ -196,8 +202,13 @@ private:
          << std::max(1, kCudaMinResidentThreads / blockThreads) << ") ";
     os << name << "(int64_t B, lruc::gpu::Status *status";
     auto param = [&](Value v, bool input, size_t n) {
-      std::string type = (input ? "const " : "") + elementType(v.getType()) +
-                         " *";
+      const bool bf16 = storage.isBf16(v);
+      launch.bf16Operands.push_back(bf16);
+      std::string element = elementType(v.getType());
+      if (bf16)
+        element =
+            isComplex(v.getType()) ? "lruc::gpu::cbf16" : "lruc::gpu::bf16";
+      std::string type = (input ? "const " : "") + element + " *";
       launch.parameterTypes.push_back(type);
       os << ", " << type << "__restrict " << (input ? "in" : "out") << n;
     };
@@ -1237,7 +1248,11 @@ private:
         .Case<ParamOp, ViewOp, func::ReturnOp>(
             [](Operation *) { return success(); })
         .Case([&](MatmulOp o) {
-          current->push_back({"cublas", "", false, o, {}, {}});
+          CudaLaunch gemm{"cublas", "", false, o, {}, {}};
+          for (Value v :
+               {Value(o.getLhs()), Value(o.getRhs()), Value(o.getResult())})
+            gemm.bf16Operands.push_back(storage.isBf16(v));
+          current->push_back(std::move(gemm));
           return success();
         })
         .Case([&](arith::ConstantOp o) { return emitConstant(o); })
@@ -1268,6 +1283,8 @@ private:
   /// Items per example of the function's scan chain (scanChainItems).
   int64_t chainItems = 0;
   const CudaOptions &options;
+  /// Which of the function's values its kernels keep in bfloat16.
+  GpuStorage storage;
   std::string prefix;
   int opIndex = 0;
   std::vector<CudaLaunch> *current = nullptr;
@@ -1362,23 +1379,20 @@ bool batchable(lru::MatmulOp first, lru::MatmulOp second,
 /// strided batch of two). In step mode, where a token's products take less
 /// time than their launches, each complex product is two (B_re u and B_im u,
 /// C_re Re(x) and C_im Im(x)) and so is the GLU (Decompose.cpp).
-LogicalResult batchGemmPairs(CudaFunctionPlan &plan) {
-  FailureOr<MemoryPlan> memory = readMemoryPlan(plan.func);
-  if (failed(memory))
-    return failure();
+void batchGemmPairs(CudaFunctionPlan &plan) {
   std::vector<CudaLaunch> launches;
   for (CudaLaunch &launch : plan.launches) {
     if (!launches.empty() && launch.isGemm() && launches.back().isGemm() &&
         !launches.back().batchedOp &&
+        launches.back().bf16Operands == launch.bf16Operands &&
         batchable(cast<lru::MatmulOp>(launches.back().op),
-                  cast<lru::MatmulOp>(launch.op), *memory)) {
+                  cast<lru::MatmulOp>(launch.op), plan.memory)) {
       launches.back().batchedOp = launch.op;
       continue;
     }
     launches.push_back(std::move(launch));
   }
   plan.launches = std::move(launches);
-  return success();
 }
 
 } // namespace
@@ -1399,11 +1413,11 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     if (!func)
       continue;
     os << "// @" << name << "\n\n";
-    plans.push_back({func, {}});
+    plans.push_back({func, {}, {}});
     CudaFunctionEmitter emitter(os, counter, options);
-    if (failed(emitter.emit(func, plans.back())) ||
-        failed(batchGemmPairs(plans.back())))
+    if (failed(emitter.emit(func, plans.back())))
       return failure();
+    batchGemmPairs(plans.back());
   }
   int32_t kernels = 0;
   for (CudaFunctionPlan &plan : plans)

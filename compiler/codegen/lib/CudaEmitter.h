@@ -13,6 +13,7 @@
 
 #include "lru/LRUOps.h"
 #include "lruc/Codegen.h"
+#include "lruc/MemoryPlan.h"
 
 #include <string>
 #include <vector>
@@ -68,6 +69,10 @@ struct CudaLaunch {
   /// The kernel's arrays after (B, status): inputs, then outputs.
   llvm::SmallVector<mlir::Value> operands;
   std::vector<std::string> parameterTypes; ///< their C++ types
+  /// Which of them the kernel stores in bfloat16 (GpuStorage.h), or for a
+  /// GEMM which of its lhs, rhs and product; empty for the results kernel
+  /// (fp32 throughout).
+  llvm::SmallVector<bool> bf16Operands;
   /// Its number among the source's kernels (what lruc_gpu_ops::launch
   /// gets, and the simulator's table), -1 for a GEMM.
   int32_t index = -1;
@@ -100,6 +105,8 @@ KernelBytes kernelBytes(const CudaLaunch &launch);
 struct CudaFunctionPlan {
   mlir::func::FuncOp func;
   std::vector<CudaLaunch> launches;
+  /// Where its arrays lie in the device workspace (GpuStorage::plan).
+  MemoryPlan memory;
   /// Items per example of its scan chain (lruc::gpu::ScanChain, after the
   /// status block), 0 without chunked scans.
   int64_t scanChainItems = 0;

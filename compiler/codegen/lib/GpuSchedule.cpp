@@ -4,9 +4,10 @@
 // the launch plan of the CUDA source in order through lruc_gpu_ops
 // (runtime/include/lruc_gpu.h): each kernel with (B, status, its arrays),
 // each matmul as a row-major GEMM, the last kernel copying the results
-// out, then the status block read back. Arrays are where the memory plan
-// put them, in one device workspace laid out as the CPU library's, followed
-// by the status block and the device copies of the host scalars (lr, step,
+// out, then the status block read back. Arrays are where the device's
+// memory plan put them (the CPU library's, or with bfloat16 activations one
+// of its own: GpuStorage::plan), in one device workspace, followed by the
+// status block and the device copies of the host scalars (lr, step,
 // dropout_key).
 //
 //===----------------------------------------------------------------------===//
@@ -53,9 +54,11 @@ std::string scanChainBytes(int64_t items, StringRef batch) {
 
 KernelBytes kernelBytes(const CudaLaunch &launch) {
   KernelBytes bytes;
-  for (Value v : launch.operands) {
+  for (auto [k, v] : llvm::enumerate(launch.operands)) {
     auto type = cast<RankedTensorType>(v.getType());
     int64_t perElement = elementBytes(type);
+    if (k < launch.bf16Operands.size() && launch.bf16Operands[k])
+      perElement /= 2;
     // The batch is the only run-time size, and always the first dim.
     bool batched = type.getRank() > 0 && type.isDynamicDim(0);
     int64_t count = 1;
@@ -72,10 +75,10 @@ namespace {
 
 class ScheduleWriter {
 public:
-  ScheduleWriter(const CudaFunctionPlan &plan, const MemoryPlan &memory,
+  ScheduleWriter(const CudaFunctionPlan &plan,
                  llvm::function_ref<std::string(lru::ParamOp)> paramPointer,
                  llvm::raw_ostream &os)
-      : plan(plan), func(plan.func), memory(memory),
+      : plan(plan), func(plan.func), memory(plan.memory),
         paramPointer(paramPointer), os(os) {}
 
   LogicalResult write() {
@@ -208,6 +211,11 @@ private:
       k = rows, lda = m, ldb = n, transA = true;
       break;
     }
+    // The element type of operand `i` (lhs, rhs, product); both operands
+    // have one (GpuStorage).
+    auto typeOf = [&](size_t i) -> std::string {
+      return launch.bf16Operands[i] ? "LRUC_GPU_BF16" : "LRUC_GPU_F32";
+    };
     // The second product's operands as strides from the first's.
     std::array<Value, 3> first = {op.getLhs(), op.getRhs(), op.getResult()};
     std::array<std::string, 3> at, strides = {"0", "0", "0"};
@@ -224,14 +232,15 @@ private:
         FailureOr<std::string> p = pointer(v);
         if (failed(p))
           return failure();
-        strides[i] = "gpuStride(" + at[i] + ", " + *p + ")";
+        strides[i] = "gpuStride(" + at[i] + ", " + *p + ", " +
+                     (launch.bf16Operands[i] ? "2" : "4") + ")";
       }
     }
     os << "  if (!gpuGemm(ops, " << transA << ", " << transB << ", " << m
-       << ", " << n << ", " << k << ", " << at[0] << ", " << lda << ", "
-       << strides[0] << ", " << at[1] << ", " << ldb << ", " << strides[1]
-       << ", " << at[2] << ", " << n << ", " << strides[2] << ", "
-       << (launch.batchedOp ? 2 : 1) << ", error))\n"
+       << ", " << n << ", " << k << ", " << typeOf(0) << ", " << at[0] << ", "
+       << lda << ", " << strides[0] << ", " << at[1] << ", " << ldb << ", "
+       << strides[1] << ", " << typeOf(2) << ", " << at[2] << ", " << n << ", "
+       << strides[2] << ", " << (launch.batchedOp ? 2 : 1) << ", error))\n"
        << "    return false;\n";
     return success();
   }
@@ -281,24 +290,23 @@ bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
                                blockPerOutput, args),
                    "launch", name, error);
 }
-/// Floats from `from` to `to` (device memory, float-aligned), which may be
-/// in different allocations of one address space.
-int64_t gpuStride(const void *from, const void *to) {
+/// Elements of `elementBytes` from `from` to `to` (device memory, aligned
+/// to them), which may be in different allocations of one address space.
+int64_t gpuStride(const void *from, const void *to, int64_t elementBytes) {
   return (int64_t(reinterpret_cast<intptr_t>(to)) -
           int64_t(reinterpret_cast<intptr_t>(from))) /
-         int64_t(sizeof(float));
+         elementBytes;
 }
 bool gpuGemm(const lruc_gpu_ops *ops, int32_t transA, int32_t transB,
-             int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-             int64_t strideA, const void *b, int64_t ldb, int64_t strideB,
-             void *c, int64_t ldc, int64_t strideC, int64_t count,
-             std::string &error) {
+             int64_t m, int64_t n, int64_t k, int32_t abType, const void *a,
+             int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+             int64_t strideB, int32_t cType, void *c, int64_t ldc,
+             int64_t strideC, int64_t count, std::string &error) {
   if (m == 0 || n == 0)
     return true;
-  return gpuCalled(ops->gemm(ops->context, transA, transB, m, n, k,
-                             static_cast<const float *>(a), lda, strideA,
-                             static_cast<const float *>(b), ldb, strideB,
-                             static_cast<float *>(c), ldc, strideC, count),
+  return gpuCalled(ops->gemm(ops->context, transA, transB, m, n, k, abType, a,
+                             lda, strideA, b, ldb, strideB, cType, c, ldc,
+                             strideC, count),
                    "GEMM", nullptr, error);
 }
 bool gpuResetStatus(const lruc_gpu_ops *ops, GpuStatus *status,
@@ -335,10 +343,7 @@ bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
 )cpp";
   std::vector<std::string> workspaces;
   for (const CudaFunctionPlan &plan : plans) {
-    FailureOr<MemoryPlan> memory = readMemoryPlan(plan.func);
-    if (failed(memory))
-      return failure();
-    ScheduleWriter writer(plan, *memory, paramPointer, os);
+    ScheduleWriter writer(plan, paramPointer, os);
     if (failed(writer.write()))
       return failure();
     workspaces.push_back(writer.workspaceBytes());

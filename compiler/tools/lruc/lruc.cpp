@@ -133,6 +133,18 @@ cl::opt<int> cudaScanWarps(
     cl::value_desc("N"), cl::init(lruc::CudaOptions().scanWarps),
     cl::cat(lrucCategory));
 
+cl::opt<lruc::CudaStorage> gpuStorage(
+    "gpu-storage",
+    cl::desc("How the CUDA kernels store activations (the CPU library is "
+             "fp32 either way)"),
+    cl::init(lruc::CudaStorage::F32),
+    cl::values(clEnumValN(lruc::CudaStorage::F32, "f32",
+                          "every array in fp32 (the default)"),
+               clEnumValN(lruc::CudaStorage::Bf16, "bf16",
+                          "sequence-sized activations in bfloat16, computed "
+                          "in fp32: about half the bytes a train step moves")),
+    cl::cat(lrucCategory));
+
 cl::opt<bool> ignoreTrain(
     "no-train",
     cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
@@ -271,6 +283,7 @@ int main(int argc, char **argv) {
                 llvm::Twine(int(cudaScanWarps)));
   lruc::CudaOptions cudaOptions;
   cudaOptions.scanWarps = cudaScanWarps;
+  cudaOptions.storage = gpuStorage;
 
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
   if (std::error_code ec = buffer.getError())

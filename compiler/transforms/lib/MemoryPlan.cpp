@@ -35,9 +35,10 @@ int64_t elementBytes(Type type) {
   return int64_t(element.getIntOrFloatBitWidth() / 8);
 }
 
-ByteSize bufferSize(Value v) {
+ByteSize bufferSize(Value v, int64_t bytesPerElement) {
   auto type = cast<RankedTensorType>(v.getType());
-  int64_t bytes = elementBytes(type.getElementType());
+  int64_t bytes = bytesPerElement > 0 ? bytesPerElement
+                                      : elementBytes(type.getElementType());
   if (auto group = v.getDefiningOp<lru::FusedOp>())
     if (group.getReduction(cast<OpResult>(v).getResultNumber())) {
       int64_t row = bytes * type.getNumElements();
@@ -78,7 +79,8 @@ Value storageOf(Value v) {
   return v;
 }
 
-MemoryPlan planMemory(func::FuncOp func) {
+MemoryPlan planMemory(func::FuncOp func,
+                      llvm::function_ref<ByteSize(Value)> sizeOf) {
   MemoryPlan plan;
   Block &body = func.getBody().front();
 
@@ -127,7 +129,7 @@ MemoryPlan planMemory(func::FuncOp func) {
   for (Operation &op : body)
     for (Value result : op.getResults())
       if (isStored(result)) {
-        ByteSize size = bufferSize(result);
+        ByteSize size = sizeOf ? sizeOf(result) : bufferSize(result);
         plan.unplanned.perExample += size.perExample;
         plan.unplanned.fixed += size.fixed;
         lifetimes.push_back(

@@ -26,6 +26,7 @@ typedef unsigned long long uint64_t;
 // resumes one. Atomics are plain updates: threads switch only at barriers.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <math.h>
 #define __device__
 #define __host__
@@ -94,6 +95,16 @@ inline int atomicExch(int *address, int value) {
   return old;
 }
 inline void __threadfence() {}
+inline unsigned __float_as_uint(float x) {
+  unsigned u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float __uint_as_float(unsigned u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
 inline void __syncwarp() { lruc_sim_wait(int(threadIdx.x / 32)); }
 #else // nvcc, for checking the prelude by hand
 #include <cstdint>
@@ -136,6 +147,39 @@ struct __align__(8) cfloat {
   __device__ cfloat(float r, float i) : re(r), im(i) {}
   __device__ float real() const { return re; }
   __device__ float imag() const { return im; }
+};
+
+// --- bfloat16 storage (lruc --gpu-storage=bf16) ------------------------------
+
+/// A float stored in 16 bits: its sign, exponent and top 7 mantissa bits.
+/// Kernels read and write arrays of these as they do float arrays: a load
+/// widens exactly, a store rounds to nearest even (NaN stays NaN; a float
+/// past bfloat16's largest rounds to infinity, as a float would).
+struct __align__(2) bf16 {
+  unsigned short bits;
+  __device__ operator float() const {
+    return __uint_as_float(uint32_t(bits) << 16);
+  }
+  __device__ bf16 &operator=(float x) {
+    const uint32_t u = __float_as_uint(x);
+    bits = (u & 0x7fffffffu) > 0x7f800000u
+               ? (unsigned short)((u >> 16) | 0x40u)
+               : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return *this;
+  }
+};
+
+/// A complex value stored as two bf16 parts (one 4-byte access).
+struct __align__(4) cbf16 {
+  bf16 re, im;
+  __device__ operator cfloat() const { return cfloat(float(re), float(im)); }
+  __device__ cbf16 &operator=(cfloat z) {
+    re = z.re;
+    im = z.im;
+    return *this;
+  }
+  __device__ float real() const { return float(re); }
+  __device__ float imag() const { return float(im); }
 };
 
 __device__ inline cfloat operator+(cfloat a, cfloat b) {
@@ -423,9 +467,12 @@ struct alignas(8) Float2 {
   float v[2];
 };
 
-/// Whether `a` and `b` both lie on 16 bytes (Float4 accesses).
-__device__ inline bool aligned16(const void *a, const void *b) {
-  return ((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) &
+/// Whether `a` and `b` are float arrays that both lie on 16 bytes (Float4
+/// accesses); never for bf16 arrays.
+template <class A, class C>
+__device__ inline bool aligned16(const A *a, const C *b) {
+  return sizeof(A) == 4 && sizeof(C) == 4 &&
+         ((reinterpret_cast<uint64_t>(a) | reinterpret_cast<uint64_t>(b)) &
           15) == 0;
 }
 

@@ -81,6 +81,13 @@ struct Device::Api {
                                       long long, const float *, int, long long,
                                       const float *, float *, int, long long,
                                       int);
+  /// cublasGemmStridedBatchedEx: bfloat16 operands (lruc_gpu.h's
+  /// LRUC_GPU_BF16).
+  cublasStatus (*gemmStridedBatchedEx)(void *, int, int, int, int, int,
+                                       const void *, const void *, int, int,
+                                       long long, const void *, int, int,
+                                       long long, const void *, void *, int,
+                                       int, long long, int, int, int);
 };
 
 namespace {
@@ -148,6 +155,7 @@ const Device::Api *openApi(std::string &failure) {
     bindBlas(table->cublasSetMathMode, "cublasSetMathMode");
     bindBlas(table->sgemm, "cublasSgemm_v2");
     bindBlas(table->sgemmStridedBatched, "cublasSgemmStridedBatched");
+    bindBlas(table->gemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
     if (!bind.complete())
       reason = bind.failure();
     else if (!bindBlas.complete())
@@ -545,17 +553,47 @@ int Device::launch(void *context, int32_t kernel, int64_t blocks,
 }
 
 int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
-                 int64_t n, int64_t k, const float *a, int64_t lda,
-                 int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-                 float *c, int64_t ldc, int64_t strideC, int64_t count) {
+                 int64_t n, int64_t k, int32_t abType, const void *anyA,
+                 int64_t lda, int64_t strideA, const void *anyB, int64_t ldb,
+                 int64_t strideB, int32_t cType, void *anyC, int64_t ldc,
+                 int64_t strideC, int64_t count) {
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
   // gets the operands swapped, each with its own transpose flag.
   auto *self = static_cast<Device *>(context);
   if (count < 1)
     return count == 0 ? 0 : -1;
+  const bool bf16 = abType == LRUC_GPU_BF16;
+  if ((abType != LRUC_GPU_F32 && !bf16) ||
+      (cType != LRUC_GPU_F32 && (!bf16 || cType != LRUC_GPU_BF16)))
+    return -1; // fp32 operands give fp32
   if (int r = self->startTimed(kGemm, 2.0 * double(m) * double(n) * double(k) *
                                           double(count)))
     return r;
+  const int opA = transB ? kCublasOpT : kCublasOpN;
+  const int opB = transA ? kCublasOpT : kCublasOpN;
+  const float one = 1.0f, zero = 0.0f;
+  if (bf16) {
+    // cublasGemmStridedBatchedEx, fp32 sums (CUBLAS_COMPUTE_32F); a batch
+    // with a negative stride product by product, as below.
+    constexpr int kBf16 = 14, kF32 = 0, kCompute32F = 68, kDefaultAlgo = -1;
+    const int typeC = cType == LRUC_GPU_BF16 ? kBf16 : kF32;
+    const int64_t cBytes = cType == LRUC_GPU_BF16 ? 2 : 4;
+    const bool batched = strideA >= 0 && strideB >= 0 && strideC >= 0;
+    for (int64_t i = 0; i < (batched ? 1 : count); ++i)
+      if (int status = self->api_->gemmStridedBatchedEx(
+              self->cublas_, opA, opB, int(n), int(m), int(k), &one,
+              static_cast<const char *>(anyB) + i * strideB * 2, kBf16,
+              int(ldb), strideB,
+              static_cast<const char *>(anyA) + i * strideA * 2, kBf16,
+              int(lda), strideA, &zero,
+              static_cast<char *>(anyC) + i * strideC * cBytes, typeC, int(ldc),
+              strideC, int(batched ? count : 1), kCompute32F, kDefaultAlgo))
+        return status;
+    return self->endTimed();
+  }
+  const auto *a = static_cast<const float *>(anyA);
+  const auto *b = static_cast<const float *>(anyB);
+  auto *c = static_cast<float *>(anyC);
   if (!transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 && k > 0 &&
       self->fewRowKernel()) {
     if (int r = self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb,
@@ -563,9 +601,6 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
       return r;
     return self->endTimed();
   }
-  const float one = 1.0f, zero = 0.0f;
-  const int opA = transB ? kCublasOpT : kCublasOpN;
-  const int opB = transA ? kCublasOpT : kCublasOpN;
   // cuBLAS documents no negative strides: such a batch runs product by
   // product.
   if (count > 1 && strideA >= 0 && strideB >= 0 && strideC >= 0) {

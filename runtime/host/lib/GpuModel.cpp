@@ -143,7 +143,9 @@ void GpuModel::setMatmul(Matmul precision) {
 }
 
 std::string GpuModel::deviceDescription() const {
-  return fmt::format("{} ({})", device_->name(), device_->arch());
+  return fmt::format(
+      "{} ({}{})", device_->name(), device_->arch(),
+      gpu_.activations == LRUC_GPU_BF16 ? ", bfloat16 activations" : "");
 }
 
 void GpuModel::fail(const std::string &what, const std::string &message) const {

@@ -33,7 +33,13 @@ void buildFusionPipeline(mlir::OpPassManager &pm, bool recompute = false);
 /// take (the kernel-level IR, `lruc --emit=kernel`).
 void buildCpuPipeline(mlir::OpPassManager &pm, bool recompute = false);
 
-/// Choices of the CUDA code (`lruc --cuda-scan-warps`).
+/// How the CUDA kernels store activations (`lruc --gpu-storage`).
+enum class CudaStorage {
+  F32,  ///< every array fp32, as the CPU library
+  Bf16, ///< sequence-sized activations in bfloat16 (GpuStorage.h)
+};
+
+/// Choices of the CUDA code (`lruc --cuda-scan-warps`, `--gpu-storage`).
 struct CudaOptions {
   /// Warps of a scan kernel's block (1-32): each takes a run of steps of
   /// every tile, so more warps keep more of a sequence's loads in flight
@@ -42,6 +48,10 @@ struct CudaOptions {
   /// ListOps, Text and Path-X reach 66-71% of a copy's bandwidth against
   /// 51-60% at 8 (docs/performance.md).
   int scanWarps = 16;
+  /// bfloat16 activations halve the bytes a train step moves, at
+  /// bfloat16's precision (8 significant bits) in what is stored between
+  /// kernels; sums, scan states and parameters stay fp32.
+  CudaStorage storage = CudaStorage::F32;
 };
 
 /// What the emitted library does besides the C ABI.

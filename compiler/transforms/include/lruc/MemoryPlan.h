@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
 #include <vector>
@@ -52,7 +53,11 @@ struct MemoryPlan {
 /// fixed) that holds no value alive at the same time, else a new one (a
 /// slot is as large as its largest value). A group's sum gets a row of
 /// partial sums per chunk (lru::FusedOp).
-MemoryPlan planMemory(mlir::func::FuncOp func);
+/// `sizeOf`: a value's buffer (bufferSize by default; the CUDA backend's
+/// plan gives a bfloat16 value half, GpuStorage.h).
+MemoryPlan
+planMemory(mlir::func::FuncOp func,
+           llvm::function_ref<ByteSize(mlir::Value)> sizeOf = nullptr);
 
 /// The plan that -lru-plan-memory wrote into `func` (slotOf, offsets and
 /// total; not the slots' capacities or `unplanned`); an error on `func` or
@@ -64,8 +69,9 @@ mlir::FailureOr<MemoryPlan> readMemoryPlan(mlir::func::FuncOp func);
 int64_t elementBytes(mlir::Type type);
 
 /// The 64-byte aligned size of `v`'s buffer: its tensor's, or for a group's
-/// sum every chunk's row of partial sums (lru::FusedOp).
-ByteSize bufferSize(mlir::Value v);
+/// sum every chunk's row of partial sums (lru::FusedOp); with
+/// `bytesPerElement`, of elements of that size instead of its type's.
+ByteSize bufferSize(mlir::Value v, int64_t bytesPerElement = 0);
 
 /// Whether `v` needs a buffer of its own (parameters, arguments and views
 /// do not).

@@ -44,12 +44,13 @@ private:
                      args);
   }
   static int gemm(void *self, int32_t transA, int32_t transB, int64_t m,
-                  int64_t n, int64_t k, const float *a, int64_t lda,
-                  int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-                  float *c, int64_t ldc, int64_t strideC, int64_t count) {
+                  int64_t n, int64_t k, int32_t abType, const void *a,
+                  int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                  int64_t strideB, int32_t cType, void *c, int64_t ldc,
+                  int64_t strideC, int64_t count) {
     const lruc_gpu_ops &to = inner(self);
-    return to.gemm(to.context, transA, transB, m, n, k, a, lda, strideA, b, ldb,
-                   strideB, c, ldc, strideC, count);
+    return to.gemm(to.context, transA, transB, m, n, k, abType, a, lda, strideA,
+                   b, ldb, strideB, cType, c, ldc, strideC, count);
   }
   static int copy(void *self, void *dst, const void *src, size_t bytes,
                   int32_t kind) {

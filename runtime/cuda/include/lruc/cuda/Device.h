@@ -139,9 +139,10 @@ private:
   static int launch(void *context, int32_t kernel, int64_t blocks,
                     int32_t threads, int32_t blockPerOutput, void **args);
   static int gemm(void *context, int32_t transA, int32_t transB, int64_t m,
-                  int64_t n, int64_t k, const float *a, int64_t lda,
-                  int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-                  float *c, int64_t ldc, int64_t strideC, int64_t count);
+                  int64_t n, int64_t k, int32_t abType, const void *a,
+                  int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                  int64_t strideB, int32_t cType, void *c, int64_t ldc,
+                  int64_t strideC, int64_t count);
   static int copy(void *context, void *dst, const void *src, size_t bytes,
                   int32_t kind);
 

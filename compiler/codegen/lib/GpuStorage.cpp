@@ -1,0 +1,92 @@
+//===- GpuStorage.cpp - Which values the CUDA kernels keep in bfloat16 ---===//
+
+#include "GpuStorage.h"
+
+#include "lru/LRUOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace lruc {
+namespace {
+
+/// f32 or complex<f32> elements.
+bool isFloat(RankedTensorType type) {
+  Type element = type.getElementType();
+  if (auto complex = dyn_cast<ComplexType>(element))
+    element = complex.getElementType();
+  return element.isF32();
+}
+
+/// A stored activation that grows with the batch and the sequence.
+bool isSequenceSized(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() >= 3 && type.isDynamicDim(0) && isFloat(type) &&
+         isStored(v);
+}
+
+/// A stored weight that only matmuls read (through views): the LRU's
+/// B and C and the GLU's weights as one matrix each, which a kernel
+/// assembles from the parameters every call.
+bool isMatmulWeight(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getNumDynamicDims() != 0 || !isFloat(type) ||
+      !isStored(v) || v.use_empty())
+    return false;
+  std::function<bool(Value)> onlyMatmuls = [&](Value x) {
+    return llvm::all_of(x.getUsers(), [&](Operation *user) {
+      if (auto view = dyn_cast<lru::ViewOp>(user))
+        return onlyMatmuls(view.getResult());
+      return isa<lru::MatmulOp>(user);
+    });
+  };
+  return onlyMatmuls(v);
+}
+
+} // namespace
+
+GpuStorage::GpuStorage(func::FuncOp func, const CudaOptions &options) {
+  if (options.storage != CudaStorage::Bf16 || func.getSymName() == "step")
+    return;
+  Block &body = func.getBody().front();
+  llvm::DenseSet<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.insert(storageOf(v));
+  for (Operation &op : body)
+    for (Value result : op.getResults())
+      if ((isSequenceSized(result) || isMatmulWeight(result)) &&
+          !results.contains(result))
+        bf16.insert(result);
+  // cuBLAS multiplies two bfloat16 operands (into either type) or two
+  // fp32 ones (into fp32): a matmul with an fp32 operand (a parameter, a
+  // caller's array) takes both in fp32 and gives fp32, which may in turn
+  // decide another matmul's operands.
+  SmallVector<lru::MatmulOp> matmuls;
+  func.walk([&](lru::MatmulOp matmul) { matmuls.push_back(matmul); });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (lru::MatmulOp matmul : matmuls) {
+      Value a = storageOf(matmul.getLhs()), b = storageOf(matmul.getRhs());
+      if (bf16.contains(a) && bf16.contains(b))
+        continue;
+      for (Value v : {a, b, Value(matmul.getResult())})
+        changed |= bf16.erase(v);
+    }
+  }
+}
+
+bool GpuStorage::isBf16(Value v) const { return bf16.contains(storageOf(v)); }
+
+FailureOr<MemoryPlan> GpuStorage::plan(func::FuncOp func) const {
+  if (bf16.empty())
+    return readMemoryPlan(func);
+  return planMemory(func, [&](Value v) {
+    return bf16.contains(v) ? bufferSize(v, elementBytes(v.getType()) / 2)
+                            : bufferSize(v);
+  });
+}
+
+} // namespace lruc
