@@ -1,8 +1,9 @@
 """Exit 0 iff two runs' metrics.jsonl hold the same records, losses within a
 relative tolerance and everything else (steps, splits, learning rates,
-accuracies, example counts) equal; wall-clock times are ignored.
+accuracies, example counts) equal; wall-clock times are ignored. With
+--losses-only, accuracies may differ too (runs of different precision).
 
-    python close_metrics.py A/metrics.jsonl B/metrics.jsonl RTOL
+    python close_metrics.py A/metrics.jsonl B/metrics.jsonl RTOL [--losses-only]
 """
 import json
 import sys
@@ -10,6 +11,9 @@ import sys
 a = [json.loads(line) for line in open(sys.argv[1])]
 b = [json.loads(line) for line in open(sys.argv[2])]
 rtol = float(sys.argv[3])
+if "--losses-only" in sys.argv[4:]:
+    for record in a + b:
+        record.pop("accuracy", None)
 if len(a) != len(b):
     sys.exit(f"{len(a)} records against {len(b)}")
 worst = 0.0
