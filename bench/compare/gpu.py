@@ -16,7 +16,10 @@ closed by one device synchronisation (as lru-train and lruc-bench-gpu run).
 With --step, causal models also report step-mode inference per token:
 lruc's CUDA graph of a token (lruc-bench-gpu, at one stream and at the
 batch) against PyTorch eager's lru_torch.step on the same device (issue
-target: at least 20x).
+target: at least 20x). Where the kit has a model's library with bfloat16
+activations too (NAME.bf16.so, `lruc --gpu-storage=bf16`), its train step
+is timed beside it ("lruc bf16"; the frameworks stay in fp32 or TF32
+throughout, so that column compares lruc's mixed precision with theirs).
 
   python3 bench/compare/gpu.py --kit /tmp/lruc-gpu-kit [--configs listops,text]
       [--iters 20] [--frameworks jax,torch] [--matmul fp32|tf32] [--batch N]
@@ -202,6 +205,9 @@ def compare(kit, name, args):
     row = {"model": name, "batch": batch, "matmul": args.matmul}
     row["lruc_s"], row["lruc_device"], lruc_tokens = lruc_train_step(
         kit, name, batch, args.iters, args.matmul)
+    if (models / f"{name}.bf16.so").exists():
+        row["lruc_bf16_s"], _, _ = lruc_train_step(
+            kit, f"{name}.bf16", batch, args.iters, args.matmul)
     if args.step and lruc_tokens:
         row["step"] = []
         for rows, seconds in sorted(lruc_tokens.items()):
@@ -255,19 +261,22 @@ def main():
     args.frameworks = args.frameworks.split(",")
     rows = []
     print(f"{'model':11} {'batch':>5} {'lruc ms':>9} {'jax ms':>9} "
-          f"{'torch scan':>10} {'torch fft':>10} {'vs jax':>7} {'vs best':>7}")
+          f"{'torch scan':>10} {'torch fft':>10} {'vs jax':>7} {'vs best':>7} "
+          f"{'lruc bf16':>9} {'vs jax':>7}")
     for name in args.configs.split(","):
         row = compare(args.kit, name, args)
         rows.append(row)
         ms = lambda key: (f"{row[key] * 1e3:9.2f}" if row.get(key) else
                           f"{'-':>9}")
-        ratio = lambda slower: (f"{slower / row['lruc_s']:6.1f}x" if slower
-                                else f"{'-':>7}")
+        ratio = lambda slower, key="lruc_s": (
+            f"{slower / row[key]:6.1f}x" if slower and row.get(key)
+            else f"{'-':>7}")
         best = min([row[k] for k in ("jax_s", "torch_scan_s", "torch_fft_s")
                     if row.get(k)], default=None)
         print(f"{name:11} {row['batch']:5d} {ms('lruc_s')} {ms('jax_s')} "
               f"{ms('torch_scan_s'):>10} {ms('torch_fft_s'):>10} "
-              f"{ratio(row.get('jax_s'))} {ratio(best)}", flush=True)
+              f"{ratio(row.get('jax_s'))} {ratio(best)} {ms('lruc_bf16_s')} "
+              f"{ratio(row.get('jax_s'), 'lruc_bf16_s')}", flush=True)
         for key in [k for k in row if k.endswith("_error")]:
             print(f"  {key[:-6]}: {row[key]}")
     stepping = [row for row in rows if row.get("step")]
