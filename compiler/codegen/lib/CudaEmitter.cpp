@@ -1413,7 +1413,8 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     if (!func)
       continue;
     os << "// @" << name << "\n\n";
-    plans.push_back({func, {}, {}});
+    plans.emplace_back();
+    plans.back().func = func;
     CudaFunctionEmitter emitter(os, counter, options);
     if (failed(emitter.emit(func, plans.back())))
       return failure();
