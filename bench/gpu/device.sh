@@ -2,6 +2,9 @@
 # On a GPU machine, in a kit unpacked from bench/gpu/kit.sh's archive:
 #   device.sh check [MODEL...]         each model library's GPU schedule
 #                                       against its own CPU entry points
+#                                       (and Text's and Pathfinder's
+#                                       bfloat16 copies; name one as
+#                                       text.bf16)
 #                                       (lruc-gpu-library-tests; pick
 #                                       tests with GTEST_FILTER, e.g.
 #                                       'GpuLibrary.text:GpuModelStep.*')
@@ -73,6 +76,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
 if [ "$what" = check ] || [ "$what" = all ]; then
   [ "$what" = all ] && set --
   mapfile -t libraries < <(models "$@")
+  # By default also two bfloat16 copies (kit.sh's NAME.bf16.so): cuBLAS's
+  # bfloat16 GEMMs and the kernels' bfloat16 arrays on a device, against
+  # the CPU within the looser tolerances the library's activations ask for.
+  if [ $# -eq 0 ]; then
+    for name in text pathfinder; do
+      [ -f "$kit/models/$name.bf16.so" ] && libraries+=("$kit/models/$name.bf16.so")
+    done
+  fi
   "$kit/bin/lruc-gpu-library-tests" --gtest_output="xml:$out/check.xml" \
     "${libraries[@]}" 2>&1 | tee "$out/check.log" || status=1
 fi
