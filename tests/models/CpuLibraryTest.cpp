@@ -684,14 +684,15 @@ TEST_P(GpuDeviceBf16, MatchesTheCpuLibrary) {
 
 /// Models that cover what bfloat16 storage touches: an embedding and
 /// GLUs (text), a feature encoder's fp32 GEMM, BatchNorm and dropout
-/// (scifar), bidirectional scans (pathfinder), two towers (retrieval), and
-/// scans chained over several blocks of a sequence (text_long).
+/// (scifar), bidirectional scans (pathfinder), two towers (retrieval), a
+/// half GLU's weight read through its bfloat16 shadow (pathx), and scans
+/// chained over several blocks of a sequence (text_long).
 std::vector<ModelCase> bf16ModelCases() {
   std::vector<ModelCase> cases;
   for (const ModelCase &c : lruc::testing::smallModelCases())
     for (const char *name :
          {"text", "scifar_two_blocks_dropout", "pathfinder_bidirectional",
-          "retrieval_two_towers", "text_long"})
+          "retrieval_two_towers", "pathx_bidirectional", "text_long"})
       if (c.name == name)
         cases.push_back(c);
   return cases;

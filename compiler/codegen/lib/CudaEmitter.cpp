@@ -61,6 +61,9 @@ public:
     chainItems = plan.scanChainItems = scanChainItems(func);
     if (chainItems)
       emitScanChainReset();
+    plan.shadows.assign(storage.shadowed().begin(), storage.shadowed().end());
+    if (!plan.shadows.empty())
+      emitShadows(plan.shadows);
     int index = 0;
     for (Operation &op : func.getBody().front()) {
       opIndex = index++;
@@ -104,6 +107,36 @@ private:
     gridLoop(items);
     os << "    lruc::gpu::clearScanChain(chain, " << items
        << ", i);\n  }\n}\n\n";
+  }
+
+  /// The first kernel of a function whose bfloat16 GEMMs read parameters
+  /// (GpuStorage::shadowed): each such parameter rounded to bfloat16 into
+  /// its shadow, which the schedule lays after the workspace.
+  void emitShadows(ArrayRef<Value> parameters) {
+    std::string name = prefix + "_shadows";
+    int64_t most = 0;
+    for (Value v : parameters)
+      most = std::max(most, tensorType(v).getNumElements());
+    CudaLaunch launch{name, std::to_string(most), false, nullptr, {}, {}};
+    llvm::append_range(launch.operands, parameters);
+    launch.copiesShadows = true;
+    os << "extern \"C\" __global__ void " << name
+       << "(int64_t B, lruc::gpu::Status *status";
+    for (size_t n = 0; n < parameters.size(); ++n) {
+      launch.parameterTypes.push_back("const float *");
+      os << ", const float *__restrict in" << n;
+    }
+    for (size_t n = 0; n < parameters.size(); ++n) {
+      launch.parameterTypes.push_back("lruc::gpu::bf16 *");
+      os << ", lruc::gpu::bf16 *__restrict out" << n;
+    }
+    current->push_back(std::move(launch));
+    os << ") {\n  (void)B; (void)status;\n";
+    for (auto [n, v] : llvm::enumerate(parameters)) {
+      gridLoop(std::to_string(tensorType(v).getNumElements()));
+      os << "    out" << n << "[i] = in" << n << "[i];\n  }\n";
+    }
+    os << "}\n\n";
   }
 
   /// The last kernel of a function: copies its returned values into the
@@ -1249,9 +1282,8 @@ private:
             [](Operation *) { return success(); })
         .Case([&](MatmulOp o) {
           CudaLaunch gemm{"cublas", "", false, o, {}, {}};
-          for (Value v :
-               {Value(o.getLhs()), Value(o.getRhs()), Value(o.getResult())})
-            gemm.bf16Operands.push_back(storage.isBf16(v));
+          const bool bf16 = storage.isBf16(o);
+          gemm.bf16Operands = {bf16, bf16, storage.isBf16(o.getResult())};
           current->push_back(std::move(gemm));
           return success();
         })
@@ -1435,7 +1467,9 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
        << " launches\n";
     for (const CudaLaunch &l : plan.launches)
       os << "//   " << l.kernel << " "
-         << (l.op ? l.op->getName().getStringRef() : StringRef("scan chain"))
+         << (l.op              ? l.op->getName().getStringRef()
+             : l.copiesShadows ? StringRef("parameters' bfloat16 shadows")
+                               : StringRef("scan chain"))
          << (l.batchedOp ? " x2 (one call)" : "")
          << (l.threads.empty()
                  ? ""

@@ -91,6 +91,9 @@ struct CudaLaunch {
   /// The function's results kernel (op: its return): `operands` are the
   /// returned values; the caller's results follow them as its outputs.
   bool copiesResults = false;
+  /// The function's shadows kernel (CudaEmitter's emitShadows): `operands`
+  /// are the parameters; their shadows follow them as its outputs.
+  bool copiesShadows = false;
 
   bool isGemm() const { return kernel == "cublas"; }
 };
@@ -107,6 +110,9 @@ struct CudaFunctionPlan {
   std::vector<CudaLaunch> launches;
   /// Where its arrays lie in the device workspace (GpuStorage::plan).
   MemoryPlan memory;
+  /// The parameters its bfloat16 GEMMs read through bfloat16 copies
+  /// (GpuStorage::shadowed), which the schedule lays after the workspace.
+  std::vector<mlir::Value> shadows;
   /// Items per example of its scan chain (lruc::gpu::ScanChain, after the
   /// status block), 0 without chunked scans.
   int64_t scanChainItems = 0;

@@ -64,9 +64,12 @@ KernelBytes kernelBytes(const CudaLaunch &launch) {
     int64_t count = 1;
     for (int64_t d = batched ? 1 : 0; d < type.getRank(); ++d)
       count *= type.getDimSize(d);
-    // A results copy reads each value and writes it again.
+    // A results copy reads each value and writes it again; the shadows
+    // kernel writes a bfloat16 copy of each parameter it reads.
     (batched ? bytes.perExample : bytes.fixed) +=
-        count * perElement * (launch.copiesResults ? 2 : 1);
+        launch.copiesShadows
+            ? count * (perElement + perElement / 2)
+            : count * perElement * (launch.copiesResults ? 2 : 1);
   }
   return bytes;
 }
@@ -124,6 +127,19 @@ public:
          << ", LRUC_COPY_HOST_TO_DEVICE, error))\n    return false;\n";
       pointers[arg] = copy;
     }
+    // The parameters' bfloat16 shadows, after the host scalars.
+    int64_t shadowAt = 0;
+    for (auto [k, v] : llvm::enumerate(plan.shadows)) {
+      std::string shadow = "shadow" + std::to_string(k);
+      os << "  void *const " << shadow << " = extra + "
+         << kExtraSlot * (1 + hostSlots) + shadowAt
+         << (plan.scanChainItems
+                 ? " + " + scanChainBytes(plan.scanChainItems, "B")
+                 : "")
+         << ";\n";
+      shadows[v] = shadow;
+      shadowAt += shadowBytes(v);
+    }
     for (const CudaLaunch &launch : plan.launches) {
       if (launch.isGemm()) {
         if (failed(writeGemm(launch)))
@@ -137,11 +153,16 @@ public:
           return failure();
         os << "    const void *p" << k << " = " << *p << ";\n";
       }
-      // The results kernel writes the caller's results.
-      const size_t results =
-          launch.copiesResults ? launch.operands.size() : 0;
+      // The results kernel writes the caller's results, the shadows
+      // kernel the shadows.
+      const size_t results = launch.copiesResults || launch.copiesShadows
+                                 ? launch.operands.size()
+                                 : 0;
       for (size_t k = 0; k < results; ++k)
-        os << "    void *r" << k << " = results[" << k << "];\n";
+        os << "    void *r" << k << " = "
+           << (launch.copiesShadows ? shadows.lookup(launch.operands[k])
+                                    : "results[" + std::to_string(k) + "]")
+           << ";\n";
       os << "    void *a[] = {&B, &status";
       for (size_t k = 0; k < launch.operands.size(); ++k)
         os << ", &p" << k;
@@ -162,14 +183,32 @@ public:
     int64_t hostSlots = 0;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       hostSlots += isHostArgument(func, i);
+    int64_t shadowTotal = 0;
+    for (Value v : plan.shadows)
+      shadowTotal += shadowBytes(v);
     return std::to_string(memory.total.perExample) + " * batch + " +
-           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots)) +
+           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots) +
+                          shadowTotal) +
            (plan.scanChainItems
                 ? " + " + scanChainBytes(plan.scanChainItems, "batch")
                 : "");
   }
 
 private:
+  /// A parameter's bfloat16 shadow, aligned to 256 bytes.
+  static int64_t shadowBytes(Value v) {
+    return (tensorType(v).getNumElements() * 2 + 255) / 256 * 256;
+  }
+
+  /// Where a GEMM reads operand `v`: its bfloat16 shadow when the GEMM is
+  /// bfloat16 and `v` a parameter, else where it lives.
+  FailureOr<std::string> gemmPointer(Value v, bool bf16) {
+    if (bf16)
+      if (auto it = shadows.find(storageOf(v)); it != shadows.end())
+        return it->second;
+    return pointer(v);
+  }
+
   /// Where `v` lives on the device, as C++.
   FailureOr<std::string> pointer(Value v) {
     if (auto it = pointers.find(v); it != pointers.end())
@@ -220,7 +259,7 @@ private:
     std::array<Value, 3> first = {op.getLhs(), op.getRhs(), op.getResult()};
     std::array<std::string, 3> at, strides = {"0", "0", "0"};
     for (auto [i, v] : llvm::enumerate(first)) {
-      FailureOr<std::string> p = pointer(v);
+      FailureOr<std::string> p = gemmPointer(v, launch.bf16Operands[i]);
       if (failed(p))
         return failure();
       at[i] = *p;
@@ -229,7 +268,7 @@ private:
       std::array<Value, 3> operands = {second.getLhs(), second.getRhs(),
                                        second.getResult()};
       for (auto [i, v] : llvm::enumerate(operands)) {
-        FailureOr<std::string> p = pointer(v);
+        FailureOr<std::string> p = gemmPointer(v, launch.bf16Operands[i]);
         if (failed(p))
           return failure();
         strides[i] = "gpuStride(" + at[i] + ", " + *p + ", " +
@@ -251,6 +290,7 @@ private:
   llvm::function_ref<std::string(lru::ParamOp)> paramPointer;
   llvm::raw_ostream &os;
   llvm::DenseMap<Value, std::string> pointers; ///< host scalars' copies
+  llvm::DenseMap<Value, std::string> shadows;  ///< parameters' shadows
 };
 
 } // namespace

@@ -46,6 +46,19 @@ bool isMatmulWeight(Value v) {
   return onlyMatmuls(v);
 }
 
+/// A parameter, as a function reads it: an argument the caller's parameter
+/// block holds (@train_step's), or an lru.param value (the other
+/// functions'). A bfloat16 GEMM reads its bfloat16 copy (a shadow).
+bool isParameter(func::FuncOp func, Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || type.getNumDynamicDims() != 0 || !type.getElementType().isF32())
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner()->getParentOp() == func.getOperation() &&
+           func.getArgAttr(arg.getArgNumber(), "lru.param");
+  return bool(v.getDefiningOp<lru::ParamOp>());
+}
+
 } // namespace
 
 GpuStorage::GpuStorage(func::FuncOp func, const CudaOptions &options) {
@@ -61,24 +74,44 @@ GpuStorage::GpuStorage(func::FuncOp func, const CudaOptions &options) {
           !results.contains(result))
         bf16.insert(result);
   // cuBLAS multiplies two bfloat16 operands (into either type) or two
-  // fp32 ones (into fp32): a matmul with an fp32 operand (a parameter, a
-  // caller's array) takes both in fp32 and gives fp32, which may in turn
-  // decide another matmul's operands.
+  // fp32 ones (into fp32). A matmul of a bfloat16 value and a parameter
+  // reads the parameter's bfloat16 shadow; one with another fp32 operand (a
+  // caller's array, a value kept fp32) takes both in fp32 and gives fp32,
+  // which may in turn decide another matmul's operands.
   SmallVector<lru::MatmulOp> matmuls;
   func.walk([&](lru::MatmulOp matmul) { matmuls.push_back(matmul); });
+  auto isBf16Product = [&](lru::MatmulOp matmul) {
+    Value a = storageOf(matmul.getLhs()), b = storageOf(matmul.getRhs());
+    auto can = [&](Value v) {
+      return bf16.contains(v) || isParameter(func, v);
+    };
+    return can(a) && can(b) && (bf16.contains(a) || bf16.contains(b));
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (lru::MatmulOp matmul : matmuls) {
-      Value a = storageOf(matmul.getLhs()), b = storageOf(matmul.getRhs());
-      if (bf16.contains(a) && bf16.contains(b))
+      if (isBf16Product(matmul))
         continue;
-      for (Value v : {a, b, Value(matmul.getResult())})
+      for (Value v : {storageOf(matmul.getLhs()), storageOf(matmul.getRhs()),
+                      Value(matmul.getResult())})
         changed |= bf16.erase(v);
     }
+  }
+  for (lru::MatmulOp matmul : matmuls) {
+    if (!isBf16Product(matmul))
+      continue;
+    bf16Matmuls.insert(matmul);
+    for (Value v : {matmul.getLhs(), matmul.getRhs()})
+      if (isParameter(func, storageOf(v)))
+        shadows.insert(storageOf(v));
   }
 }
 
 bool GpuStorage::isBf16(Value v) const { return bf16.contains(storageOf(v)); }
+
+bool GpuStorage::isBf16(lru::MatmulOp matmul) const {
+  return bf16Matmuls.contains(matmul);
+}
 
 FailureOr<MemoryPlan> GpuStorage::plan(func::FuncOp func) const {
   if (bf16.empty())

@@ -17,9 +17,12 @@
 #include "lruc/Codegen.h"
 #include "lruc/MemoryPlan.h"
 
+#include "lru/LRUOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace lruc {
 
@@ -29,7 +32,8 @@ namespace lruc {
 /// batch ([B, L, ...]: what grows with the sequence), or that only matmuls
 /// read (weights assembled for them); not the function's results (the
 /// caller's arrays are fp32), nor the operands and product of a matmul
-/// that reads an fp32 array (cuBLAS multiplies two operands of one type).
+/// that reads an fp32 array other than a parameter (cuBLAS multiplies two
+/// operands of one type; a parameter is read through a bfloat16 copy).
 /// None in step mode (`@step`, a token at a time) or with
 /// CudaOptions::storage = F32.
 class GpuStorage {
@@ -40,6 +44,12 @@ public:
   /// Whether `v`'s buffer (through views: MemoryPlan.h's storageOf) holds
   /// bfloat16.
   bool isBf16(mlir::Value v) const;
+  /// Whether `matmul` multiplies bfloat16 operands (its parameter operand,
+  /// if any, through its shadow).
+  bool isBf16(lru::MatmulOp matmul) const;
+  /// The parameters a bfloat16 matmul reads, in the order of first use:
+  /// each gets a bfloat16 copy (its shadow) at the start of the call.
+  llvm::ArrayRef<mlir::Value> shadowed() const { return shadows.getArrayRef(); }
   /// How many values are bfloat16.
   size_t size() const { return bf16.size(); }
   /// The device workspace's plan: the CPU library's (read from the IR)
@@ -49,6 +59,8 @@ public:
 
 private:
   llvm::DenseSet<mlir::Value> bf16;
+  llvm::DenseSet<mlir::Operation *> bf16Matmuls;
+  llvm::SetVector<mlir::Value> shadows;
 };
 
 } // namespace lruc
