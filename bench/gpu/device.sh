@@ -216,8 +216,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
           /^train_step tf32/ { t = $5 }
           /^device memory/ { memory = $3 " MiB" }
           END { printf "%-11s bf16 activations: %8s steps/s (%.2fx paper, %.2fx fp32), tf32 %8s (%.2fx paper, %.2fx fp32), memory %s\n",
-                name, s, p > 0 ? s / p : 0, s32 > 0 ? s / s32 : 0,
-                t, p > 0 ? t / p : 0, t32 > 0 ? t / t32 : 0, memory }' \
+                name, s, (p > 0 ? s / p : 0), (s32 > 0 ? s / s32 : 0),
+                t, (p > 0 ? t / p : 0), (t32 > 0 ? t / t32 : 0), memory }' \
           "$bf16_log" >> "$out/bench-bf16.txt"
       else
         cat "$bf16_log"

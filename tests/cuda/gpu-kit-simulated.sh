@@ -79,6 +79,19 @@ awk '$1 == "tiny" && $(NF-2) ~ /^[0-9.]+$/ && $(NF-1) ~ /^[0-9.]+$/ &&
      END { exit !ok }' "$work/out/bench-summary.txt" ||
   { echo "bench-summary.txt lacks step mode at the batch" >&2;
     cat "$work/out/bench-summary.txt" >&2; exit 1; }
+# A model's bfloat16 library (kit.sh builds NAME.bf16.so for the Table 9
+# models; here tiny's own library under that name, since the simulated
+# driver runs one kernel library a process): device.sh bench times it
+# beside the model and summarises it against the paper and the fp32 run.
+cp "$kit/models/tiny.so" "$kit/models/tiny.bf16.so"
+LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out-bf16" \
+  LRUC_SIMULATED_KERNELS="$kit/models/tiny.kernels.so" \
+  "$kit/device.sh" bench 2 tiny > "$work/bench-bf16.log"
+grep -Eq '^tiny +bf16 activations: +[0-9.]+ steps/s \([0-9.]+x paper, [0-9.]+x fp32\), tf32 +[0-9.]+ \([0-9.]+x paper, [0-9.]+x fp32\), memory [0-9]+ MiB$' \
+  "$work/out-bf16/bench-summary.txt" ||
+  { echo "bench-summary.txt lacks the bfloat16 library's line" >&2;
+    cat "$work/out-bf16/bench-summary.txt" >&2; exit 1; }
+rm "$kit/models/tiny.bf16.so"
 # A baseline's lruc-bench-gpu from before --kernels (three arguments or its
 # usage): the base still timed beside the model, without a kernel table.
 mv "$kit/bin/lruc-bench-gpu.base" "$kit/bin/lruc-bench-gpu.base.real"
