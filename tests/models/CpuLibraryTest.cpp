@@ -588,7 +588,16 @@ TEST(CpuLibraryBatchNorm, StatisticsOfInputsFarFromZero) {
 /// --gtest_filter='*GpuDevice*'`. Without one (CI), ctest runs it on the
 /// simulated driver (cuda-device-simulated); in the cpu-library run it is
 /// skipped, with the reason.
-class GpuDevice : public ::testing::TestWithParam<ModelCase> {};
+class GpuDevice : public ::testing::TestWithParam<ModelCase> {
+protected:
+  void SetUp() override {
+    std::string error;
+    device = lruc::cuda::Device::open(0, error);
+    if (!device)
+      GTEST_SKIP() << "no GPU here: " << error;
+  }
+  std::unique_ptr<lruc::cuda::Device> device;
+};
 
 /// Model `c` built into `built`, its GPU half in `gpuModel` and its kernels
 /// loaded on `device`. On the simulated driver (tests/cuda:
@@ -656,11 +665,6 @@ void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
 }
 
 TEST_P(GpuDevice, MatchesTheCpuLibrary) {
-  std::string error;
-  std::unique_ptr<lruc::cuda::Device> device =
-      lruc::cuda::Device::open(0, error);
-  if (!device)
-    GTEST_SKIP() << "no GPU here: " << error;
   expectDeviceMatchesCpu(*device, GetParam(), {}, 1.0);
 }
 
@@ -668,14 +672,9 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
 /// bfloat16 (GpuStorage.h) on the device, fp32 on the CPU: the
 /// whole-sequence results within kBf16Looser times the fp32 tolerances;
 /// step mode, fp32 on both sides, as tightly as ever.
-class GpuDeviceBf16 : public ::testing::TestWithParam<ModelCase> {};
+class GpuDeviceBf16 : public GpuDevice {};
 
 TEST_P(GpuDeviceBf16, MatchesTheCpuLibrary) {
-  std::string error;
-  std::unique_ptr<lruc::cuda::Device> device =
-      lruc::cuda::Device::open(0, error);
-  if (!device)
-    GTEST_SKIP() << "no GPU here: " << error;
   lruc::CudaOptions options;
   options.storage = lruc::CudaStorage::Bf16;
   expectDeviceMatchesCpu(*device, GetParam(), options,

@@ -117,12 +117,8 @@ public:
       std::string copy = "host" + std::to_string(i);
       int64_t bytes = cast<RankedTensorType>(arg.getType()).getNumElements() *
                       elementBytes(arg.getType());
-      os << "  void *const " << copy << " = extra + "
-         << kExtraSlot * (1 + hostSlots++)
-         << (plan.scanChainItems
-                 ? " + " + scanChainBytes(plan.scanChainItems, "B")
-                 : "")
-         << ";\n"
+      os << "  void *const " << copy << " = "
+         << extraAt(kExtraSlot * (1 + hostSlots++)) << ";\n"
          << "  if (!gpuCopy(ops, " << copy << ", args[" << i << "], " << bytes
          << ", LRUC_COPY_HOST_TO_DEVICE, error))\n    return false;\n";
       pointers[arg] = copy;
@@ -131,12 +127,8 @@ public:
     int64_t shadowAt = 0;
     for (auto [k, v] : llvm::enumerate(plan.shadows)) {
       std::string shadow = "shadow" + std::to_string(k);
-      os << "  void *const " << shadow << " = extra + "
-         << kExtraSlot * (1 + hostSlots) + shadowAt
-         << (plan.scanChainItems
-                 ? " + " + scanChainBytes(plan.scanChainItems, "B")
-                 : "")
-         << ";\n";
+      os << "  void *const " << shadow << " = "
+         << extraAt(kExtraSlot * (1 + hostSlots) + shadowAt) << ";\n";
       shadows[v] = shadow;
       shadowAt += shadowBytes(v);
     }
@@ -195,6 +187,16 @@ public:
   }
 
 private:
+  /// Byte `offset` of the bytes after the workspace (the status block, the
+  /// host scalars, the shadows) not counting the scan chain, which lies
+  /// between the status block and the rest; as C++.
+  std::string extraAt(int64_t offset) const {
+    return "extra + " + std::to_string(offset) +
+           (plan.scanChainItems
+                ? " + " + scanChainBytes(plan.scanChainItems, "B")
+                : "");
+  }
+
   /// A parameter's bfloat16 shadow, aligned to 256 bytes.
   static int64_t shadowBytes(Value v) {
     return (tensorType(v).getNumElements() * 2 + 255) / 256 * 256;

@@ -23,6 +23,10 @@ using cublasStatus = int;
 constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
+// library_types.h's cudaDataType and cublas_api.h's compute type and
+// algorithm, for cublasGemmStridedBatchedEx.
+constexpr int kCudaR16BF = 14, kCudaR32F = 0;
+constexpr int kCublasCompute32F = 68, kCublasGemmDefault = -1;
 constexpr unsigned kCuStreamNonBlocking = 1;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
 constexpr CUresult kCuErrorStreamCaptureUnsupported = 900;
@@ -575,19 +579,19 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
   if (bf16) {
     // cublasGemmStridedBatchedEx, fp32 sums (CUBLAS_COMPUTE_32F); a batch
     // with a negative stride product by product, as below.
-    constexpr int kBf16 = 14, kF32 = 0, kCompute32F = 68, kDefaultAlgo = -1;
-    const int typeC = cType == LRUC_GPU_BF16 ? kBf16 : kF32;
+    const int typeC = cType == LRUC_GPU_BF16 ? kCudaR16BF : kCudaR32F;
     const int64_t cBytes = cType == LRUC_GPU_BF16 ? 2 : 4;
     const bool batched = strideA >= 0 && strideB >= 0 && strideC >= 0;
     for (int64_t i = 0; i < (batched ? 1 : count); ++i)
       if (int status = self->api_->gemmStridedBatchedEx(
               self->cublas_, opA, opB, int(n), int(m), int(k), &one,
-              static_cast<const char *>(anyB) + i * strideB * 2, kBf16,
+              static_cast<const char *>(anyB) + i * strideB * 2, kCudaR16BF,
               int(ldb), strideB,
-              static_cast<const char *>(anyA) + i * strideA * 2, kBf16,
+              static_cast<const char *>(anyA) + i * strideA * 2, kCudaR16BF,
               int(lda), strideA, &zero,
               static_cast<char *>(anyC) + i * strideC * cBytes, typeC, int(ldc),
-              strideC, int(batched ? count : 1), kCompute32F, kDefaultAlgo))
+              strideC, int(batched ? count : 1), kCublasCompute32F,
+              kCublasGemmDefault))
         return status;
     return self->endTimed();
   }
