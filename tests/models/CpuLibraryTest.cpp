@@ -681,17 +681,42 @@ TEST_P(GpuDeviceBf16, MatchesTheCpuLibrary) {
                          lruc::testing::kBf16Looser);
 }
 
+/// The small models, and models whose width is a multiple of 32: the CUDA
+/// emitter runs their elementwise groups by columns (CudaEmitter's
+/// writeColumnLoops), the small models' (H = 4) by flat index. A BatchNorm,
+/// dropout (tiles of 4 rows) and GLU block at H = 32; an embedding, GLUs
+/// and per-step scans at H = 64; and at H = 1024 over one step, a grid of
+/// fewer threads than columns (the dropout tiles' kernels ask for a thread
+/// a 4 elements: 3 rows x 1024 columns take 3 blocks of 256).
+std::vector<ModelCase> gpuModelCases() {
+  std::vector<ModelCase> cases = lruc::testing::smallModelCases();
+  cases.push_back(
+      {"scifar_wide",
+       "models/scifar.lru",
+       {{"L", 6}, {"H", 32}, {"N", 3}, {"DEPTH", 2}, {"DROPOUT", 0.25}}});
+  cases.push_back({"text_wide",
+                   "models/text.lru",
+                   {{"L", 6}, {"H", 64}, {"N", 5}, {"DEPTH", 1}}});
+  cases.push_back(
+      {"scifar_one_wide_step",
+       "models/scifar.lru",
+       {{"L", 1}, {"H", 1024}, {"N", 3}, {"DEPTH", 1}, {"DROPOUT", 0.25}}});
+  return cases;
+}
+
 /// Models that cover what bfloat16 storage touches: an embedding and
 /// GLUs (text), a feature encoder's fp32 GEMM, BatchNorm and dropout
 /// (scifar), bidirectional scans (pathfinder), two towers (retrieval), a
-/// half GLU's weight read through its bfloat16 shadow (pathx), and scans
-/// chained over several blocks of a sequence (text_long).
+/// half GLU's weight read through its bfloat16 shadow (pathx), scans
+/// chained over several blocks of a sequence (text_long), and the
+/// kernels by columns (the wide models).
 std::vector<ModelCase> bf16ModelCases() {
   std::vector<ModelCase> cases;
-  for (const ModelCase &c : lruc::testing::smallModelCases())
+  for (const ModelCase &c : gpuModelCases())
     for (const char *name :
          {"text", "scifar_two_blocks_dropout", "pathfinder_bidirectional",
-          "retrieval_two_towers", "pathx_bidirectional", "text_long"})
+          "retrieval_two_towers", "pathx_bidirectional", "text_long",
+          "scifar_wide", "text_wide", "scifar_one_wide_step"})
       if (c.name == name)
         cases.push_back(c);
   return cases;
@@ -911,7 +936,7 @@ EXPORT void lruc_sim_run(int32_t kernel, void **args) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
-                         ::testing::ValuesIn(lruc::testing::smallModelCases()),
+                         ::testing::ValuesIn(gpuModelCases()),
                          [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDeviceBf16,

@@ -264,6 +264,10 @@ private:
   /// The current kernel's grid-stride loop over `count` elements.
   void gridLoop(StringRef count, StringRef index = "i") {
     current->back().gridStride = true;
+    // NVVM unrolls a small loop by 4 by itself, but not one that stores
+    // bfloat16 (its rounding is inline PTX, whose cost it cannot weigh).
+    if (llvm::is_contained(current->back().bf16Operands, true))
+      os << "  LRUC_UNROLL_4\n";
     os << "  for (int64_t " << index << " = lruc::gpu::firstIndex(); "
        << index << " < " << count << "; " << index
        << " += lruc::gpu::gridStride()) {\n";
@@ -396,6 +400,34 @@ private:
       os << "    }\n";
       return success();
     };
+    // A nested group without sums whose rows are whole warps runs by
+    // columns: a thread keeps its column j and walks rows a grid's worth
+    // of rows apart, so it reads the group's per-column values (biases,
+    // scales) once instead of an element, and its indices take an add
+    // instead of a division (an element of Text's elementwise kernels took
+    // 44-80 SASS instructions, bench/gpu/sass_loops.py, most of them those).
+    int64_t columns = 0;
+    const bool byColumns =
+        options.columnLoops && !scan && !layout.sums && layout.nested &&
+        !StringRef(layout.last).getAsInteger(10, columns) && columns % 32 == 0;
+    // Tiles of rows [o4, o4 + 4) of the warp's 32 neighbouring columns
+    // (the thread's column j; rows of a multiple of 32 columns), o4 from
+    // `first` below `stop` by `step`: lane l draws the Philox block l % 8
+    // of row o4 + l / 8's 32 columns.
+    auto writeRowTiles = [&](StringRef first, StringRef stop, StringRef step) {
+      os << "  const int lane = threadIdx.x % 32;\n"
+         << "  for (int64_t o4 = " << first << "; o4 < " << stop
+         << "; o4 += " << step << ") {\n";
+      writeKeeps("uint64_t(((o4 + lane / 8) * " + layout.last +
+                 " + j - lane) / 4 + lane % 8)");
+      return writeTileRows(
+          "o4 + 4 <= " + stop.str(),
+          [&] { os << "    const int64_t o = o4 + r;\n"; },
+          [&] { os << "    if (o >= " << stop << ")\n      break;\n"; },
+          [&] {
+            os << "    const int64_t i = o * " << layout.last << " + j;\n";
+          });
+    };
     // Without sums a thread takes 4 elements' turn of the grid-stride loop.
     const std::string count = threads;
     if (dropoutTiles && !layout.sums)
@@ -427,21 +459,20 @@ private:
       layout.writeChunkRows(os, "c", "  ");
       os << sumDeclarations;
       if (dropoutTiles) {
-        os << "  const int lane = threadIdx.x % 32;\n"
-           << "  for (int64_t o4 = first; o4 < stop; o4 += 4) {\n";
-        writeKeeps("uint64_t(((o4 + lane / 8) * " + layout.last +
-                   " + j - lane) / 4 + lane % 8)");
-        if (failed(writeTileRows(
-                "o4 + 4 <= stop",
-                [&] { os << "    const int64_t o = o4 + r;\n"; },
-                [&] { os << "    if (o >= stop)\n      break;\n"; },
-                [&] {
-                  os << "    const int64_t i = o * " << layout.last
-                     << " + j;\n";
-                })))
+        if (failed(writeRowTiles("first", "stop", "4")))
           return failure();
       } else {
         os << "  for (int64_t o = first; o < stop; ++o) {\n"
+           << "    const int64_t i = o * " << layout.last << " + j;\n";
+      }
+    } else if (byColumns) {
+      writeColumnLoops(layout, "(" + count + ") / " + layout.last,
+                       dropoutTiles);
+      if (dropoutTiles) {
+        if (failed(writeRowTiles("4 * g", "rows", "4 * groups")))
+          return failure();
+      } else {
+        os << "  for (int64_t o = g; o < rows; o += groups) {\n"
            << "    const int64_t i = o * " << layout.last << " + j;\n";
       }
     } else if (dropoutTiles) {
@@ -471,7 +502,7 @@ private:
           failed(element.writeElement(os, stateNamed, sumOf, outputs, nullptr,
                                       nullptr, keepOf)))
         return failure();
-      os << "  }\n";
+      os << (byColumns ? "  }\n  }\n" : "  }\n");
       if (!layout.sums) {
         os << "}\n\n";
         return success();
@@ -510,6 +541,32 @@ private:
     }
     os << "}\n\n";
     return success();
+  }
+
+  /// The loops of a kernel that runs by columns (emitFused), up to the
+  /// row loop's: the grid's threads in `groups` groups of a thread a
+  /// column (of `rows` rows of layout.last columns), group g taking rows
+  /// g, g + groups, ...; a grid of fewer threads than columns is one group
+  /// whose threads take every `width`-th column. Whole warps leave at the
+  /// grid's end (the columns are a multiple of 32), so that the rest may
+  /// shuffle (`tiles`: its rows then go four at a time).
+  void writeColumnLoops(const FusedLayout &layout, const std::string &rows,
+                        bool tiles) {
+    current->back().gridStride = true;
+    const std::string &columns = layout.last;
+    os << "  const int64_t rows = " << rows << ";\n"
+       << "  const int64_t thread = lruc::gpu::firstIndex(), all = "
+          "lruc::gpu::gridStride();\n"
+       << "  const int64_t width = all < " << columns << " ? all : " << columns
+       << ", groups = all / width;\n"
+       << "  if (thread >= groups * width)\n    return;\n"
+       << "  const int64_t g = thread / width;\n"
+       << "  for (int64_t j = thread % width; j < " << columns
+       << "; j += width) {\n";
+    // Two rows a turn: NVVM's own choice (4) took a thread's registers from
+    // the flat loop's 32 to 56-72, a third of the threads an SM may hold.
+    if (!tiles)
+      os << "  LRUC_UNROLL_2\n";
   }
 
   static std::string stateNamed(StringRef part) {

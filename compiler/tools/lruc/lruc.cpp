@@ -145,6 +145,13 @@ cl::opt<lruc::CudaStorage> gpuStorage(
                           "in fp32: about half the bytes a train step moves")),
     cl::cat(lrucCategory));
 
+cl::opt<bool> cudaColumnLoops(
+    "cuda-column-loops",
+    cl::desc("Run elementwise CUDA kernels over rows of a multiple of 32 "
+             "columns by columns (default true; false: a thread an element "
+             "of a flat loop), for tuning with bench/gpu"),
+    cl::init(lruc::CudaOptions().columnLoops), cl::cat(lrucCategory));
+
 cl::opt<bool> ignoreTrain(
     "no-train",
     cl::desc("Ignore the model file's train section (e.g. for a model shrunk "
@@ -284,6 +291,7 @@ int main(int argc, char **argv) {
   lruc::CudaOptions cudaOptions;
   cudaOptions.scanWarps = cudaScanWarps;
   cudaOptions.storage = gpuStorage;
+  cudaOptions.columnLoops = cudaColumnLoops;
 
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
   if (std::error_code ec = buffer.getError())

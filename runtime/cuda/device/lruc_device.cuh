@@ -110,13 +110,17 @@ inline void __syncwarp() { lruc_sim_wait(int(threadIdx.x / 32)); }
 #include <cstdint>
 #endif
 
-// A loop unrolled, whole (a constant trip count) or by 8 (NVRTC, nvcc);
-// the simulator's C++ compiler takes it as it is.
+// A loop unrolled, whole (a constant trip count) or by 2, 4 or 8 (NVRTC,
+// nvcc); the simulator's C++ compiler takes it as it is.
 #ifdef LRUC_GPU_SIMULATE
 #define LRUC_UNROLL
+#define LRUC_UNROLL_2
+#define LRUC_UNROLL_4
 #define LRUC_UNROLL_8
 #else
 #define LRUC_UNROLL _Pragma("unroll")
+#define LRUC_UNROLL_2 _Pragma("unroll 2")
+#define LRUC_UNROLL_4 _Pragma("unroll 4")
 #define LRUC_UNROLL_8 _Pragma("unroll 8")
 #endif
 
@@ -151,35 +155,63 @@ struct __align__(8) cfloat {
 
 // --- bfloat16 storage (lruc --gpu-storage=bf16) ------------------------------
 
+/// `x` rounded to bfloat16's nearest even, as its 16 bits (NaN stays NaN;
+/// a float past bfloat16's largest rounds to infinity, as a float would).
+/// On sm_80 and later one instruction (cvt.rn.bf16.f32); elsewhere (the
+/// simulator, which checks these values, or an older device) by its bits,
+/// which gives the same numbers.
+__device__ inline unsigned short bf16Bits(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short bits;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(x));
+  return bits;
+#else
+  const uint32_t u = __float_as_uint(x);
+  return (u & 0x7fffffffu) > 0x7f800000u
+             ? (unsigned short)((u >> 16) | 0x40u)
+             : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+
+/// `lo` and `hi` rounded as bf16Bits, `lo` in the low half: one
+/// instruction on sm_80 and later (cvt.rn.bf16x2.f32).
+__device__ inline uint32_t bf16PairBits(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t bits;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(bits) : "f"(hi), "f"(lo));
+  return bits;
+#else
+  return uint32_t(bf16Bits(lo)) | uint32_t(bf16Bits(hi)) << 16;
+#endif
+}
+
 /// A float stored in 16 bits: its sign, exponent and top 7 mantissa bits.
 /// Kernels read and write arrays of these as they do float arrays: a load
-/// widens exactly, a store rounds to nearest even (NaN stays NaN; a float
-/// past bfloat16's largest rounds to infinity, as a float would).
+/// widens exactly, a store rounds to nearest even (bf16Bits).
 struct __align__(2) bf16 {
   unsigned short bits;
   __device__ operator float() const {
     return __uint_as_float(uint32_t(bits) << 16);
   }
   __device__ bf16 &operator=(float x) {
-    const uint32_t u = __float_as_uint(x);
-    bits = (u & 0x7fffffffu) > 0x7f800000u
-               ? (unsigned short)((u >> 16) | 0x40u)
-               : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    bits = bf16Bits(x);
     return *this;
   }
 };
 
-/// A complex value stored as two bf16 parts (one 4-byte access).
+/// A complex value stored as two bf16 parts, the real one at the lower
+/// address: one 4-byte load or store (two 2-byte members were two of each).
 struct __align__(4) cbf16 {
-  bf16 re, im;
-  __device__ operator cfloat() const { return cfloat(float(re), float(im)); }
+  uint32_t bits;
+  __device__ float real() const { return __uint_as_float(bits << 16); }
+  __device__ float imag() const {
+    return __uint_as_float(bits & 0xffff0000u);
+  }
+  __device__ operator cfloat() const { return cfloat(real(), imag()); }
   __device__ cbf16 &operator=(cfloat z) {
-    re = z.re;
-    im = z.im;
+    bits = bf16PairBits(z.re, z.im);
     return *this;
   }
-  __device__ float real() const { return float(re); }
-  __device__ float imag() const { return float(im); }
 };
 
 __device__ inline cfloat operator+(cfloat a, cfloat b) {

@@ -39,7 +39,8 @@ enum class CudaStorage {
   Bf16, ///< sequence-sized activations in bfloat16 (GpuStorage.h)
 };
 
-/// Choices of the CUDA code (`lruc --cuda-scan-warps`, `--gpu-storage`).
+/// Choices of the CUDA code (`lruc --cuda-scan-warps`, `--gpu-storage`,
+/// `--cuda-column-loops`).
 struct CudaOptions {
   /// Warps of a scan kernel's block (1-32): each takes a run of steps of
   /// every tile, so more warps keep more of a sequence's loads in flight
@@ -52,6 +53,11 @@ struct CudaOptions {
   /// bfloat16's precision (8 significant bits) in what is stored between
   /// kernels; sums, scan states and parameters stay fp32.
   CudaStorage storage = CudaStorage::F32;
+  /// Elementwise groups over rows of a multiple of 32 columns run by
+  /// columns (a thread keeps its column and reads its biases and scales
+  /// once); false: a thread an element of a flat grid-stride loop, as
+  /// before (for comparing the two on a GPU with bench/gpu).
+  bool columnLoops = true;
 };
 
 /// What the emitted library does besides the C ABI.
