@@ -709,14 +709,14 @@ std::vector<ModelCase> gpuModelCases() {
 /// (scifar), bidirectional scans (pathfinder), two towers (retrieval), a
 /// half GLU's weight read through its bfloat16 shadow (pathx), scans
 /// chained over several blocks of a sequence (text_long), and the
-/// kernels by columns (the wide models).
+/// kernels by columns with bfloat16 arrays (scifar_wide; the other wide
+/// models' loops are the same code, checked in fp32 by GpuDevice).
 std::vector<ModelCase> bf16ModelCases() {
   std::vector<ModelCase> cases;
   for (const ModelCase &c : gpuModelCases())
-    for (const char *name :
-         {"text", "scifar_two_blocks_dropout", "pathfinder_bidirectional",
-          "retrieval_two_towers", "pathx_bidirectional", "text_long",
-          "scifar_wide", "text_wide", "scifar_one_wide_step"})
+    for (const char *name : {"text", "scifar_two_blocks_dropout",
+                             "pathfinder_bidirectional", "retrieval_two_towers",
+                             "pathx_bidirectional", "text_long", "scifar_wide"})
       if (c.name == name)
         cases.push_back(c);
   return cases;
