@@ -19,7 +19,8 @@
 # model is also built by that lruc as NAME.base.so, which device.sh bench
 # times beside NAME.so in the same run, with that build's own
 # lruc-bench-gpu (bin/lruc-bench-gpu.base: the two builds' GPU ABIs may
-# differ). Then, on the GPU
+# differ). LRUC_KIT_XZ_LEVEL (default 6) trades the archive's size for the
+# time xz takes (the tests, which unpack it at once, use 0). Then, on the GPU
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
 set -euo pipefail
@@ -152,7 +153,7 @@ done | sort -u | while read -r library; do
   esac
 done
 
-tar -C "$kit" -cf - lruc-gpu-kit | xz -T0 -6 > "$kit/kit.tar.xz"
+tar -C "$kit" -cf - lruc-gpu-kit | xz -T0 "-${LRUC_KIT_XZ_LEVEL:-6}" > "$kit/kit.tar.xz"
 rm -rf "$stage"
 size=$(du -m "$kit/kit.tar.xz" | cut -f1)
 echo "kit.sh: $kit/kit.tar.xz, ${size} MiB, ${#names[@]} models"

@@ -11,7 +11,8 @@ rm -rf "$work"
 mkdir -p "$work/unpacked"
 # A baseline build's copy of each model (here this build's own lruc), for
 # device.sh bench to time beside it.
-LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" "$src/bench/gpu/kit.sh" "$work/kit" tiny
+LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" LRUC_KIT_XZ_LEVEL=0 \
+  "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.base \

@@ -44,6 +44,9 @@ if config.reference_python and os.path.exists(config.reference_python):
         capture_output=True, text=True)
     for module in probe.stdout.split():
         config.available_features.add(module)
+    # The frameworks agree.py checks a library against in one run.
+    config.substitutions.append(
+        ("%agree_frameworks", ",".join(probe.stdout.split())))
 
 # tests/lit/cuda: the generated kernels through NVRTC (opened at run time,
 # as lruc opens it) to PTX, and ptxas, where the CUDA toolkit has both.
