@@ -161,6 +161,53 @@ TEST_F(PtxCache, KeepsMachineCodeByItsPtxAndArchitecture) {
   EXPECT_FALSE(lruc::cuda::findMachineCode(dir, ptx, "sm_90", code));
 }
 
+// LRUC_NVRTC_OPTIONS reaches every model's compile and its cache key: with
+// -lineinfo the PTX carries source lines (.loc) and is a second entry; an
+// option NVRTC rejects fails with the variable named.
+TEST_F(PtxCache, ModelsTakeTheUsersOptions) {
+  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
+  for (const char *name : {"LRUC_CACHE_DIR", "LRUC_NVRTC_OPTIONS"}) {
+    const char *value = std::getenv(name);
+    saved.emplace_back(name, value ? std::optional<std::string>(value)
+                                   : std::nullopt);
+  }
+  setenv("LRUC_CACHE_DIR", temp.path().c_str(), 1);
+  const fs::path ptxDir = temp.path() / "ptx";
+  auto modelPtx = [](std::string &ptx, std::string &error) {
+    PtxCacheOutcome outcome{};
+    std::string warning;
+    return lruc::cuda::compileModelPtx(kSource, "sm_80", ptx, outcome, warning,
+                                       error);
+  };
+  std::string plain, lines, error;
+  unsetenv("LRUC_NVRTC_OPTIONS");
+  EXPECT_TRUE(lruc::cuda::modelNvrtcOptions().empty());
+  ASSERT_TRUE(modelPtx(plain, error)) << error;
+  EXPECT_EQ(plain.find(".loc"), std::string::npos);
+
+  setenv("LRUC_NVRTC_OPTIONS", " -lineinfo  --fmad=true ", 1);
+  EXPECT_EQ(lruc::cuda::modelNvrtcOptions(),
+            (std::vector<std::string>{"-lineinfo", "--fmad=true"}));
+  ASSERT_TRUE(modelPtx(lines, error)) << error;
+  EXPECT_NE(lines.find(".loc"), std::string::npos);
+  size_t stored = 0;
+  for (const auto &entry : fs::directory_iterator(ptxDir))
+    stored += entry.path().extension() == ".ptx";
+  EXPECT_EQ(stored, 2u);
+
+  setenv("LRUC_NVRTC_OPTIONS", "--no-such-option", 1);
+  std::string bad;
+  EXPECT_FALSE(modelPtx(bad, error));
+  EXPECT_NE(error.find("LRUC_NVRTC_OPTIONS=--no-such-option"),
+            std::string::npos)
+      << error;
+  for (const auto &[name, value] : saved)
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+}
+
 TEST(PtxCacheDirectory, FollowsTheEnvironment) {
   // The three variables as they were, put back at the end.
   std::vector<std::pair<const char *, std::optional<std::string>>> saved;

@@ -58,4 +58,5 @@ done
 # Blocks in reverse order: a device promises no order, and the chunked
 # scans must not count on one (lruc::gpu::ScanChain).
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" \
-  LRUC_SIMULATED_BLOCK_ORDER=reverse LRUC_CACHE_DIR="$work/cache" exec "$bin/lruc-gpu-library-tests" "${libraries[@]}"
+  LRUC_SIMULATED_BLOCK_ORDER=reverse LRUC_CACHE_DIR="$work/cache" \
+  LRUC_NVRTC_OPTIONS=--Ofast-compile=max exec "$bin/lruc-gpu-library-tests" "${libraries[@]}"

@@ -71,8 +71,11 @@ if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
 # loads NVRTC's PTX, so it needs NVRTC too.
 simulated_cuda = os.path.join(config.lruc_obj_root, "lib",
                               "liblruc-simulated-cuda.so")
+# It runs a library's CUDA source compiled for the CPU and only loads the
+# PTX: NVRTC compiles quickly.
 config.substitutions.append(
     ("%simulated_gpu",
-     f"env LRUC_CUDA_DRIVER={simulated_cuda} LRUC_CUBLAS={simulated_cuda}"))
+     f"env LRUC_CUDA_DRIVER={simulated_cuda} LRUC_CUBLAS={simulated_cuda}"
+     " LRUC_NVRTC_OPTIONS=--Ofast-compile=max"))
 if "nvrtc" in config.available_features and os.path.exists(simulated_cuda):
     config.available_features.add("simulated-cuda")

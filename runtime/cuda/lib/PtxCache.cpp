@@ -192,6 +192,15 @@ bool storeMachineCode(const std::string &directory, const std::string &ptx,
                     machineCodeKey(ptx, deviceArch), code, error);
 }
 
+std::vector<std::string> modelNvrtcOptions() {
+  std::vector<std::string> options;
+  const char *env = std::getenv("LRUC_NVRTC_OPTIONS");
+  std::istringstream words(env ? env : "");
+  for (std::string word; words >> word;)
+    options.push_back(word);
+  return options;
+}
+
 bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                      std::string &ptx, PtxCacheOutcome &outcome,
                      std::string &warning, std::string &error) {
@@ -199,9 +208,16 @@ bool compileModelPtx(const std::string &source, const std::string &deviceArch,
     error = "not a device architecture: '" + deviceArch + "' (sm_NN)";
     return false;
   }
-  return compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
-                            "compute_" + deviceArch.substr(3), {}, ptx,
-                            outcome, warning, error);
+  const std::vector<std::string> options = modelNvrtcOptions();
+  if (compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
+                         "compute_" + deviceArch.substr(3), options, ptx,
+                         outcome, warning, error))
+    return true;
+  // An option NVRTC rejects fails every model: say where it came from.
+  if (!options.empty())
+    error += "\n(with LRUC_NVRTC_OPTIONS=" +
+             std::string(std::getenv("LRUC_NVRTC_OPTIONS")) + ")";
+  return false;
 }
 
 } // namespace lruc::cuda

@@ -36,12 +36,18 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
                         std::string &ptx, PtxCacheOutcome &outcome,
                         std::string &warning, std::string &error);
 
+/// NVRTC options a user adds to every model's compile: LRUC_NVRTC_OPTIONS,
+/// split at spaces (e.g. "-lineinfo" for source lines in a profiler,
+/// "--Ofast-compile=max" for a quick load where speed does not matter).
+/// Empty when unset.
+std::vector<std::string> modelNvrtcOptions();
+
 /// The PTX a Device loads for a model library's CUDA source on a device of
 /// architecture `deviceArch` ("sm_90"): for the device's own virtual
 /// architecture (the driver compiles it for the device when the module
-/// loads), through the cache in defaultPtxCacheDirectory(). What
-/// compileToPtxCached returns. Also what bench/gpu/kit.sh fills a kit's
-/// cache with ahead of time (lruc-kit-ptx).
+/// loads), with modelNvrtcOptions(), through the cache in
+/// defaultPtxCacheDirectory(). What compileToPtxCached returns. Also what
+/// bench/gpu/kit.sh fills a kit's cache with ahead of time (lruc-kit-ptx).
 bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                      std::string &ptx, PtxCacheOutcome &outcome,
                      std::string &warning, std::string &error);
