@@ -19,7 +19,10 @@
 # model is also built by that lruc as NAME.base.so, which device.sh bench
 # times beside NAME.so in the same run, with that build's own
 # lruc-bench-gpu (bin/lruc-bench-gpu.base: the two builds' GPU ABIs may
-# differ). LRUC_KIT_XZ_LEVEL (default 6) trades the archive's size for the
+# differ). LRUC_BASELINE_FLAGS adds lruc flags to the baseline's builds:
+# with LRUC_BASELINE_BIN=build/bin and, say, --cuda-column-loops=false, a
+# feature of this build is timed against itself turned off, with no second
+# build. LRUC_KIT_XZ_LEVEL (default 6) trades the archive's size for the
 # time xz takes (the tests, which unpack it at once, use 0). Then, on the GPU
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
@@ -70,8 +73,10 @@ for name in "${names[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   fi
   if [ -n "${LRUC_BASELINE_BIN:-}" ]; then
-    echo "kit.sh: baseline $LRUC_BASELINE_BIN/lruc $file --portable" >&2
-    "$LRUC_BASELINE_BIN/lruc" "$file" --portable -o "$stage/models/$name.base.so" &
+    echo "kit.sh: baseline $LRUC_BASELINE_BIN/lruc $file --portable ${LRUC_BASELINE_FLAGS:-}" >&2
+    # shellcheck disable=SC2086 # the flags split on purpose
+    "$LRUC_BASELINE_BIN/lruc" "$file" --portable ${LRUC_BASELINE_FLAGS:-} \
+      -o "$stage/models/$name.base.so" &
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
   fi
 done

@@ -9,12 +9,17 @@ bin="$1" simulated="$2" work="$3"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 rm -rf "$work"
 mkdir -p "$work/unpacked"
-# A baseline build's copy of each model (here this build's own lruc), for
-# device.sh bench to time beside it.
+# A baseline build's copy of each model (here this build's own lruc, with
+# a flag that changes the kernels), for device.sh bench to time beside it.
 LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" LRUC_KIT_XZ_LEVEL=0 \
+  LRUC_BASELINE_FLAGS="--cuda-scan-warps=4" \
   "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
+if cmp -s "$kit/models/tiny.so" "$kit/models/tiny.base.so"; then
+  echo "kit.sh built the baseline without LRUC_BASELINE_FLAGS" >&2
+  exit 1
+fi
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.base \
     bin/lru-train \
     lib/libopenblas.so.0 lib/liblruc-device.so models/tiny.so \
@@ -24,13 +29,13 @@ for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.bas
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
 # The kit carries its libraries' PTX for sm_90 (the simulated device's):
-# tiny's, the train model's and the 7 agreement libraries', which the runs
-# below find there; and their
+# tiny's, its baseline's, the train model's and the 7 agreement
+# libraries', which the runs below find there; and their
 # machine code (ptxas), which the simulated device declines, as a device
 # of another architecture would, so that Device loads the PTX instead.
 cached() { ls "$kit/cache/ptx" | sort; }
-if [ "$(cached | grep -c '\.ptx$')" -ne 9 ] ||
-    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 9 ]; then
+if [ "$(cached | grep -c '\.ptx$')" -ne 10 ] ||
+    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 10 ]; then
   echo "the kit's PTX cache: $(cached)" >&2
   exit 1
 fi
