@@ -22,6 +22,7 @@
 #include "lruc/core/Files.h"
 #include "lruc/cuda/Nvrtc.h"
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -214,9 +215,13 @@ bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                          outcome, warning, error))
     return true;
   // An option NVRTC rejects fails every model: say where it came from.
-  if (!options.empty())
+  if (!options.empty()) {
+    while (!error.empty() &&
+           std::isspace(static_cast<unsigned char>(error.back())))
+      error.pop_back(); // NVRTC's log ends with a newline
     error += "\n(with LRUC_NVRTC_OPTIONS=" +
              std::string(std::getenv("LRUC_NVRTC_OPTIONS")) + ")";
+  }
   return false;
 }
 
