@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,6 +36,28 @@ extern "C" __global__ void scale(float *x, float a, int n) {
     x[i] *= a;
 }
 )";
+
+/// Environment variables as they were, put back (or unset) when it goes.
+class SavedEnvironment {
+public:
+  explicit SavedEnvironment(std::initializer_list<const char *> names) {
+    for (const char *name : names) {
+      const char *value = std::getenv(name);
+      saved_.emplace_back(name, value ? std::optional<std::string>(value)
+                                      : std::nullopt);
+    }
+  }
+  ~SavedEnvironment() {
+    for (const auto &[name, value] : saved_)
+      if (value)
+        setenv(name, value->c_str(), 1);
+      else
+        unsetenv(name);
+  }
+
+private:
+  std::vector<std::pair<const char *, std::optional<std::string>>> saved_;
+};
 
 class PtxCache : public ::testing::Test {
 protected:
@@ -165,12 +188,7 @@ TEST_F(PtxCache, KeepsMachineCodeByItsPtxAndArchitecture) {
 // -lineinfo the PTX carries source lines (.loc) and is a second entry; an
 // option NVRTC rejects fails with the variable named.
 TEST_F(PtxCache, ModelsTakeTheUsersOptions) {
-  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
-  for (const char *name : {"LRUC_CACHE_DIR", "LRUC_NVRTC_OPTIONS"}) {
-    const char *value = std::getenv(name);
-    saved.emplace_back(name, value ? std::optional<std::string>(value)
-                                   : std::nullopt);
-  }
+  const SavedEnvironment saved({"LRUC_CACHE_DIR", "LRUC_NVRTC_OPTIONS"});
   setenv("LRUC_CACHE_DIR", temp.path().c_str(), 1);
   const fs::path ptxDir = temp.path() / "ptx";
   auto modelPtx = [](std::string &ptx, std::string &error) {
@@ -201,21 +219,10 @@ TEST_F(PtxCache, ModelsTakeTheUsersOptions) {
   EXPECT_NE(error.find("LRUC_NVRTC_OPTIONS=--no-such-option"),
             std::string::npos)
       << error;
-  for (const auto &[name, value] : saved)
-    if (value)
-      setenv(name, value->c_str(), 1);
-    else
-      unsetenv(name);
 }
 
 TEST(PtxCacheDirectory, FollowsTheEnvironment) {
-  // The three variables as they were, put back at the end.
-  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
-  for (const char *name : {"LRUC_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
-    const char *value = std::getenv(name);
-    saved.emplace_back(name, value ? std::optional<std::string>(value)
-                                   : std::nullopt);
-  }
+  const SavedEnvironment saved({"LRUC_CACHE_DIR", "XDG_CACHE_HOME", "HOME"});
   setenv("LRUC_CACHE_DIR", "/some/where", 1);
   setenv("XDG_CACHE_HOME", "/xdg", 1);
   setenv("HOME", "/home/u", 1);
@@ -226,9 +233,6 @@ TEST(PtxCacheDirectory, FollowsTheEnvironment) {
   EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "/home/u/.cache/lruc/ptx");
   unsetenv("HOME");
   EXPECT_EQ(lruc::cuda::defaultPtxCacheDirectory(), "");
-  for (const auto &[name, value] : saved)
-    if (value)
-      setenv(name, value->c_str(), 1);
 }
 
 } // namespace
