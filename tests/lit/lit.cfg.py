@@ -63,6 +63,14 @@ def nvrtc_loads():
 
 
 config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
+# The host compiler lruc builds model libraries with, and the runtime
+# headers a library's C++ includes (tests/lit/codegen/units.test).
+config.substitutions.append(
+    ("%host_cxx",
+     f"{config.host_cxx} -std=c++17 -march=native"
+     f" -I{config.lruc_src_root}/runtime/include"
+     f" -I{config.lruc_src_root}/runtime/core/include"
+     f" -I{config.lruc_src_root}/runtime/cpu/include"))
 if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
     config.available_features.add("nvrtc")
 

@@ -242,8 +242,6 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
                   const std::string &name, const std::string &errors,
                   Library &lib, std::string &libPath,
                   const lruc::CudaOptions &cudaOptions = {}) {
-  std::string source;
-  llvm::raw_string_ostream os(source);
   mlir::OwningOpRef<mlir::ModuleOp> lowered = module.clone();
   mlir::PassManager pm(&context);
   lruc::buildCpuPipeline(pm, /*recompute=*/true);
@@ -251,13 +249,14 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
   lruc::CppOptions options;
   options.embedCuda = true;
   options.cuda = cudaOptions;
-  ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, os, options))) << errors;
+  lruc::LibrarySource source;
+  ASSERT_TRUE(mlir::succeeded(lruc::emitCpp(*lowered, source, options)))
+      << errors;
   std::string expectedCuda;
   llvm::raw_string_ostream cuda(expectedCuda);
   ASSERT_TRUE(mlir::succeeded(lruc::emitCuda(*lowered, cuda, cudaOptions)))
       << errors;
   cuda.flush();
-  os.flush();
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("lruc-test", dir));
   llvm::SmallString<128> path(dir);

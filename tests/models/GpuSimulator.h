@@ -37,7 +37,8 @@ inline bool compileSimulatedKernels(const std::string &cudaSource,
   // complex value is one 8-byte access there).
   compiler.flags += " -O0 -DLRUC_GPU_SIMULATE -fsanitize=alignment "
                     "-fno-sanitize-recover=alignment";
-  return compileLibrary(cudaSource, path, compiler, error);
+  return compileLibrary(LibrarySource::single(cudaSource), path, compiler,
+                        error);
 }
 
 class GpuSimulator {

@@ -356,13 +356,15 @@ int main(int argc, char **argv) {
 
   std::string text;
   llvm::raw_string_ostream os(text);
+  lruc::LibrarySource librarySource;
   if (lowered) {
     lruc::CppOptions cppOptions;
     cppOptions.profile = profile;
     cppOptions.embedCuda = true;
     cppOptions.cuda = cudaOptions;
-    if (mlir::failed(lruc::emitCpp(*module, os, cppOptions)))
+    if (mlir::failed(lruc::emitCpp(*module, librarySource, cppOptions)))
       return 1;
+    librarySource.print(os);
   } else if (emitStage == Stage::Cuda || emitStage == Stage::Ptx) {
     if (mlir::failed(lruc::emitCuda(*module, os, cudaOptions)))
       return 1;
@@ -380,11 +382,11 @@ int main(int argc, char **argv) {
   if (!library)
     return writeOutput(text);
   std::string error;
-  if (!lruc::compileLibrary(text, outputPath,
-                            lruc::defaultHostCompiler(
-                                portable ? lruc::CpuTarget::Portable
-                                         : lruc::CpuTarget::Native),
-                            error))
+  if (!lruc::compileLibrary(
+          librarySource, outputPath,
+          lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
+                                             : lruc::CpuTarget::Native),
+          error))
     return fail(error);
   return 0;
 }

@@ -72,10 +72,35 @@ struct CppOptions {
   CudaOptions cuda;
 };
 
-/// Writes the library's C++ source to `os`. Emits an error at the op and
-/// fails on anything it cannot generate (an op of no backend, a dynamic dim
-/// other than the leading batch dim).
-mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
+/// A model library's C++: a prelude, then units that the host compiler
+/// builds separately, all at once (`compileLibrary`), and links into one
+/// model.so. The prelude followed by every unit in order is one valid
+/// source as well (what `print` writes).
+struct LibrarySource {
+  struct Unit {
+    std::string name; ///< what it holds ("backward", "model", "gpu")
+    std::string text; ///< what follows the prelude in its source file
+    /// Host code whose speed does not matter (the GPU launch schedule: each
+    /// of its hundreds of lines ends in a driver call), built with
+    /// HostCompiler::lightFlags.
+    bool light = false;
+  };
+  std::string prelude;
+  std::vector<Unit> units;
+
+  /// A source of one unit and no prelude.
+  static LibrarySource single(std::string text);
+  /// The prelude, then every unit under a line naming it (`lruc --emit=cpp`).
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Writes the library's C++ to `source`: a unit per IR function (its fused
+/// loops and the function), the model unit (tables, manifest, the C ABI)
+/// and with `options.embedCuda` the GPU unit (the launch schedule and the
+/// CUDA source). Emits an error at the op and fails on anything it cannot
+/// generate (an op of no backend, a dynamic dim other than the leading
+/// batch dim).
+mlir::LogicalResult emitCpp(mlir::ModuleOp module, LibrarySource &source,
                             const CppOptions &options = {});
 
 /// Writes the CUDA C++ of the model's kernels to `os` (the device half of
@@ -95,8 +120,11 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
 
 /// How `compileLibrary` invokes the host compiler.
 struct HostCompiler {
-  std::string command;   ///< the C++ compiler (found at build time)
-  std::string flags;     ///< optimisation and code-generation flags
+  std::string command; ///< the C++ compiler (found at build time)
+  std::string flags;   ///< optimisation and code-generation flags
+  /// The flags of light units (LibrarySource::Unit::light): `flags` at a
+  /// lower optimisation level, which compiles in about half the time.
+  std::string lightFlags;
   std::string libraries; ///< the runtime archives and OpenBLAS it links
 };
 
@@ -111,11 +139,13 @@ enum class CpuTarget {
 /// environment override the first two).
 HostCompiler defaultHostCompiler(CpuTarget target = CpuTarget::Native);
 
-/// Compiles `source` into the shared library `outputPath`, written to a
+/// Compiles each unit of `source` to an object file, as many at once as
+/// this process may use CPUs (`LRUC_JOBS` in the environment overrides),
+/// and links them into the shared library `outputPath`, written to a
 /// temporary file and renamed into place. On failure, returns false with a
 /// message in `error` naming the kept source file and the compiler output.
 /// The runtime headers and archives are those of lruc's build tree.
-bool compileLibrary(const std::string &source, const std::string &outputPath,
+bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
                     const HostCompiler &compiler, std::string &error);
 
 } // namespace lruc
