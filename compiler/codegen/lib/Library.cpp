@@ -221,6 +221,20 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   link.args = {*program};
   for (const std::string &flag : words(compiler.flags))
     link.args.push_back(flag);
+  if (!source.exports.empty()) {
+    std::string script = inDir("exports.map");
+    std::error_code ec;
+    llvm::raw_fd_ostream out(script, ec);
+    if (ec) {
+      error = "cannot write " + script + ": " + ec.message();
+      return false;
+    }
+    out << "{\n  global:\n";
+    for (const std::string &pattern : source.exports)
+      out << "    " << pattern << ";\n";
+    out << "  local:\n    *;\n};\n";
+    link.args.push_back("-Wl,--version-script=" + script);
+  }
   link.args.insert(link.args.end(), {"-o", partial});
   link.args.insert(link.args.end(), objects.begin(), objects.end());
   for (const std::string &lib : words(compiler.libraries))
@@ -250,9 +264,10 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     return done.ReturnCode == 0;
   };
 
-  // The largest units first (each takes time in proportion to its size), a
-  // new one whenever the oldest running one finishes; after a failure, the
-  // running ones finish and no more start.
+  // The largest units first (a unit of generated loops takes time in
+  // proportion to its size; the GPU unit, mostly the CUDA source as one
+  // string, less), a new one whenever the oldest running one finishes;
+  // after a failure, the running ones finish and no more start.
   std::vector<size_t> order(compiles.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;

@@ -87,6 +87,10 @@ struct LibrarySource {
   };
   std::string prelude;
   std::vector<Unit> units;
+  /// The symbols the library exports (patterns of a linker version
+  /// script), all others local, those of the runtime archives and the C++
+  /// library's templates included; empty: whatever its code makes visible.
+  std::vector<std::string> exports;
 
   /// A source of one unit and no prelude.
   static LibrarySource single(std::string text);
