@@ -5,7 +5,10 @@
 // the structural ones as calls into runtime/cpu (lruc/cpu/Kernels.h). Then
 // the C ABI of runtime/include/lruc_model.h: tables describing the
 // parameters, inputs and outputs, and entry points that lay the caller's
-// blocks out as the functions' arguments and results.
+// blocks out as the functions' arguments and results. Each IR function is
+// a translation unit of its own, the tables and the C ABI another, the GPU
+// launch schedule a third (LibrarySource): the host compiler builds them
+// side by side.
 //
 // Every value gets its own buffer, sized when the call knows its batch; the
 // only dynamic dim is the leading batch dim `B`. Results are copied out at
@@ -143,10 +146,9 @@ std::string quoted(StringRef s) {
 //===----------------------------------------------------------------------===//
 
 /// Emits one IR function as
-///   bool lruc_library::run_NAME(int64_t B, const float *params, const float
-///   *state,
-///                        const void *const *args, void *const *results,
-///                        std::string &error)
+///   bool lruc_library::run_NAME(int64_t B, const float *params,
+///       const float *state, const void *const *args,
+///       void *const *results, std::string &error)
 class FunctionEmitter {
 public:
   /// An op's row in the profile table (lruc_profile.h).
