@@ -21,12 +21,12 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
-
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
+#include <numeric>
 #include <optional>
 
 namespace lruc {
@@ -202,6 +202,22 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     compiles.push_back(std::move(job));
   }
 
+  // The symbols the library exports, as a linker version script.
+  std::string exportsScript;
+  if (!source.exports.empty()) {
+    exportsScript = inDir("exports.map");
+    std::error_code ec;
+    llvm::raw_fd_ostream out(exportsScript, ec);
+    if (ec) {
+      error = "cannot write " + exportsScript + ": " + ec.message();
+      return false;
+    }
+    out << "{\n  global:\n";
+    for (const std::string &pattern : source.exports)
+      out << "    " << pattern << ";\n";
+    out << "  local:\n    *;\n};\n";
+  }
+
   // Written beside the destination, then renamed: same file system.
   llvm::SmallString<128> partialPath;
   int fd;
@@ -221,34 +237,13 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   link.args = {*program};
   for (const std::string &flag : words(compiler.flags))
     link.args.push_back(flag);
-  if (!source.exports.empty()) {
-    std::string script = inDir("exports.map");
-    std::error_code ec;
-    llvm::raw_fd_ostream out(script, ec);
-    if (ec) {
-      error = "cannot write " + script + ": " + ec.message();
-      return false;
-    }
-    out << "{\n  global:\n";
-    for (const std::string &pattern : source.exports)
-      out << "    " << pattern << ";\n";
-    out << "  local:\n    *;\n};\n";
-    link.args.push_back("-Wl,--version-script=" + script);
-  }
+  if (!exportsScript.empty())
+    link.args.push_back("-Wl,--version-script=" + exportsScript);
   link.args.insert(link.args.end(), {"-o", partial});
   link.args.insert(link.args.end(), objects.begin(), objects.end());
   for (const std::string &lib : words(compiler.libraries))
     link.args.push_back(lib);
 
-  // A failed job: its log (and the reason it did not run) in `error`.
-  auto failedJob = [&](const Job &job, const std::string &why) {
-    std::string log;
-    if (auto buffer = llvm::MemoryBuffer::getFile(job.log))
-      log = (*buffer)->getBuffer().str();
-    error = "the host compiler failed on the generated code (a bug in lruc; "
-            "please report it with the source): " +
-            job.source + "\n" + (why.empty() ? "" : why + "\n") + log;
-  };
   auto start = [&](Job &job, std::string &why) {
     std::vector<llvm::StringRef> argRefs(job.args.begin(), job.args.end());
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, job.log,
@@ -269,8 +264,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   // string, less), a new one whenever the oldest running one finishes;
   // after a failure, the running ones finish and no more start.
   std::vector<size_t> order(compiles.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
+  std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return units[a].text.size() > units[b].text.size();
   });
@@ -311,9 +305,14 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   llvm::sys::DontRemoveFileOnSignal(partial);
   if (failure || renamed) {
     llvm::sys::fs::remove(partial);
-    if (failure)
-      failedJob(*failure, why);
-    else
+    if (failure) {
+      std::string log;
+      if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
+        log = (*buffer)->getBuffer().str();
+      error = "the host compiler failed on the generated code (a bug in "
+              "lruc; please report it with the source): " +
+              failure->source + "\n" + (why.empty() ? "" : why + "\n") + log;
+    } else
       error = "cannot write " + outputPath + ": " + renamed.message();
     return false;
   }
