@@ -70,7 +70,8 @@ config.substitutions.append(
      f"{config.host_cxx} -std=c++17 -march=native"
      f" -I{config.lruc_src_root}/runtime/include"
      f" -I{config.lruc_src_root}/runtime/core/include"
-     f" -I{config.lruc_src_root}/runtime/cpu/include"))
+     f" -I{config.lruc_src_root}/runtime/cpu/include"
+     f" -I{config.lruc_src_root}/runtime/cuda/include"))
 if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
     config.available_features.add("nvrtc")
 

@@ -126,21 +126,6 @@ std::string initJson(lru::ParamOp op) {
   return os.str();
 }
 
-/// A C++ string literal of `s`.
-std::string quoted(StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 //===----------------------------------------------------------------------===//
 // Functions
 //===----------------------------------------------------------------------===//
@@ -1257,15 +1242,13 @@ LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
                                   const Layout &layout,
                                   const GpuBindings &bindings,
                                   llvm::raw_ostream &os) {
-  FailureOr<std::vector<std::string>> workspaces = writeGpuSchedule(
-      plans,
-      [&](lru::ParamOp param) {
-        return std::string(layout.isState(param.getName()) ? "state"
-                                                           : "params") +
-               " + " + std::to_string(layout.lookup(param.getName())->offset);
-      },
-      os);
-  if (failed(workspaces))
+  if (failed(writeGpuSchedule(
+          plans,
+          [&](lru::ParamOp param) {
+            return ParamPlace{layout.isState(param.getName()),
+                              layout.lookup(param.getName())->offset};
+          },
+          os)))
     return failure();
   os << "const char *const kGpuKernels[] = {";
   int32_t kernels = 0;
@@ -1282,18 +1265,14 @@ LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
         os << (first ? "" : ", ") << bytes.perExample << ", " << bytes.fixed;
         first = false;
       }
-  os << "};\n\nsize_t gpuWorkspaceBytes(int64_t batch) {\n"
-        "  size_t bytes = 0;\n";
-  for (const std::string &w : *workspaces)
-    os << "  bytes = std::max<size_t>(bytes, " << w << ");\n";
-  os << "  return bytes;\n}\n\n";
+  os << "};\n\n";
   os << R"cpp(int gpu_forward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
     const float *params, const float *state, const void *const *inputs,
     float *const *outputs, char *error, size_t error_size) {
   return guarded(error, error_size, [&](std::string &message) {
-    return gpu_run_forward(ops, static_cast<char *>(workspace), batch, params,
-                           state, inputs,
-                           reinterpret_cast<void *const *>(outputs), message);
+    return run(forward_schedule, kGpuKernels, ops, workspace, batch, params,
+               state, inputs, reinterpret_cast<void *const *>(outputs),
+               message);
   });
 }
 
@@ -1304,11 +1283,11 @@ int gpu_forward_train(const lruc_gpu_ops *ops, void *workspace,
 )cpp";
   emitArrays(os, bindings.forwardTrain);
   os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
-    return gpuCopy(ops, new_state, state, sizeof(float) * )cpp"
+    return copy(ops, new_state, state, sizeof(float) * )cpp"
      << layout.stateFloats << R"cpp(,
-                   LRUC_COPY_DEVICE_TO_DEVICE, message) &&
-           gpu_run_forward_train(ops, static_cast<char *>(workspace), batch,
-                                 params, state, args, results, message);
+                LRUC_COPY_DEVICE_TO_DEVICE, message) &&
+           run(forward_train_schedule, kGpuKernels, ops, workspace, batch,
+               params, state, args, results, message);
   });
 }
 
@@ -1319,8 +1298,8 @@ int gpu_backward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
 )cpp";
   emitArrays(os, bindings.backward);
   os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
-    return gpu_run_backward(ops, static_cast<char *>(workspace), batch, params,
-                            state, args, results, message);
+    return run(backward_schedule, kGpuKernels, ops, workspace, batch, params,
+               state, args, results, message);
   });
 }
 
@@ -1331,8 +1310,8 @@ int gpu_train_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
 )cpp";
   emitArrays(os, bindings.trainStep);
   os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
-    return gpu_run_train_step(ops, static_cast<char *>(workspace), batch,
-                              params, state, args, results, message);
+    return run(train_step_schedule, kGpuKernels, ops, workspace, batch,
+               params, state, args, results, message);
   });
 }
 
@@ -1343,8 +1322,8 @@ int gpu_train_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
   return guarded(error, error_size, [&](std::string &message) {
     const std::vector<float> zeros(size_t(batch) * )cpp"
        << bindings.carryFloats << R"cpp(, 0.0f);
-    return gpuCopy(ops, carry, zeros.data(), sizeof(float) * zeros.size(),
-                   LRUC_COPY_HOST_TO_DEVICE, message);
+    return copy(ops, carry, zeros.data(), sizeof(float) * zeros.size(),
+                LRUC_COPY_HOST_TO_DEVICE, message);
   });
 }
 
@@ -1355,8 +1334,8 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
 )cpp";
     emitArrays(os, *bindings.step);
     os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
-    return gpu_run_step(ops, static_cast<char *>(workspace), batch, params,
-                        state, args, results, message);
+    return run(step_schedule, kGpuKernels, ops, workspace, batch, params,
+               state, args, results, message);
   });
 }
 
@@ -1819,7 +1798,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
                        options.cuda.storage};
   std::string gpuText;
   llvm::raw_string_ostream gpu(gpuText);
-  gpu << "#include \"lruc_gpu.h\"\n\nnamespace {\n\n";
+  gpu << "#include \"lruc/cuda/Schedule.h\"\n\nnamespace {\n\n";
   if (failed(writeGpuEntryPoints(*plans, layout, bindings, gpu)))
     return failure();
   gpu << "} // namespace\n\n"
@@ -1833,7 +1812,8 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
          "*\nlruc_cuda_source() {\n  return R\"lruc_cuda("
       << cuda << kEnd << ";\n}\n";
   gpu.flush();
-  source.units.push_back({"gpu", std::move(gpuText), /*light=*/true});
+  source.units.push_back(
+      {"gpu", std::move(gpuText), /*light=*/true, /*dataBytes=*/cuda.size()});
   return success();
 }
 

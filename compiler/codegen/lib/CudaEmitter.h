@@ -118,24 +118,27 @@ struct CudaFunctionPlan {
   int64_t scanChainItems = 0;
 };
 
-/// The bytes of a scan chain of `items` items per example, as C++ of
-/// `batch` (the device prelude's lruc::gpu::scanChain lays it out).
-std::string scanChainBytes(int64_t items, llvm::StringRef batch);
-
 /// Writes emitCuda's source to `os` and returns each function's launches.
 mlir::FailureOr<std::vector<CudaFunctionPlan>>
 writeCudaSource(mlir::ModuleOp module, llvm::raw_ostream &os,
                 const CudaOptions &options);
 
-/// Writes the host schedule of `plans` (runtime/include/lruc_gpu.h):
-/// `bool gpu_run_<function>(ops, workspace, B, params, state, args,
-/// results, error)` for each, each kernel launched by its index; `paramPointer`
-/// names a parameter's device pointer. Returns each function's device
-/// workspace bytes as C++ of `batch`.
-mlir::FailureOr<std::vector<std::string>> writeGpuSchedule(
-    const std::vector<CudaFunctionPlan> &plans,
-    llvm::function_ref<std::string(::lru::ParamOp)> paramPointer,
-    llvm::raw_ostream &os);
+/// Where a parameter lies: `floats` into the state block or the
+/// parameters block.
+struct ParamPlace {
+  bool state;
+  uint64_t floats;
+};
+
+/// Writes the host schedule of `plans` as lruc/cuda/Schedule.h's tables:
+/// `const Function <function>_schedule` for each (its launches by kernel
+/// index), `kGpuSchedules` (all of them), `gpuWorkspaceBytes(batch)` and
+/// `gpuDeferredStatus(entry, status, error)`. `paramPlace` says where a
+/// parameter lies.
+mlir::LogicalResult
+writeGpuSchedule(const std::vector<CudaFunctionPlan> &plans,
+                 llvm::function_ref<ParamPlace(::lru::ParamOp)> paramPlace,
+                 llvm::raw_ostream &os);
 
 } // namespace lruc
 

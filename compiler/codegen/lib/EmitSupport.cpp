@@ -44,6 +44,20 @@ std::string productExpr(ArrayRef<int64_t> dims) {
   return s;
 }
 
+std::string quoted(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string countExpr(Value v) { return productExpr(tensorType(v).getShape()); }
 
 std::string broadcastSourceIndex(lru::BroadcastOp op, StringRef flat,

@@ -37,6 +37,8 @@ std::string elementType(mlir::Type type);
 std::string dimExpr(int64_t d);
 /// The product of `dims` as C++ ("1" for none).
 std::string productExpr(llvm::ArrayRef<int64_t> dims);
+/// A C++ string literal of `s`.
+std::string quoted(llvm::StringRef s);
 /// The element count of `v`'s tensor as C++.
 std::string countExpr(mlir::Value v);
 

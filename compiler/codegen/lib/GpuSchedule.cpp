@@ -1,14 +1,16 @@
 //===- GpuSchedule.cpp - The host schedule of the CUDA kernels ------------===//
 //
-// Host C++ for the model library: per function, `gpu_run_<function>` runs
-// the launch plan of the CUDA source in order through lruc_gpu_ops
-// (runtime/include/lruc_gpu.h): each kernel with (B, status, its arrays),
-// each matmul as a row-major GEMM, the last kernel copying the results
-// out, then the status block read back. Arrays are where the device's
-// memory plan put them (the CPU library's, or with bfloat16 activations one
-// of its own: GpuStorage::plan), in one device workspace, followed by the
-// status block and the device copies of the host scalars (lr, step,
-// dropout_key).
+// The GPU schedule of the model library, as the tables of
+// runtime/cuda/include/lruc/cuda/Schedule.h that lruc::cuda::schedule::run
+// walks through lruc_gpu_ops (runtime/include/lruc_gpu.h): per function,
+// the launch plan of the CUDA source in order (each kernel with (B, status,
+// its arrays), each matmul as a row-major GEMM, the last kernel copying the
+// results out), each operand's address, the host scalars (lr, step,
+// dropout_key) to copy in and the ops that may report bad input; the sizes
+// that depend on the batch as the cases of one `gpuSize(i, B)`. Arrays are
+// where the device's memory plan put them (the CPU library's, or with
+// bfloat16 activations one of its own: GpuStorage::plan), in one device
+// workspace, followed by the status block, the scan chain and the scalars.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,19 +21,18 @@
 
 #include "lru/LRUOps.h"
 
+#include "lruc/cuda/Schedule.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <array>
+#include <map>
 
 using namespace mlir;
 using namespace lruc::emit;
 
 namespace lruc {
 namespace {
-
-/// Bytes after the plan's workspace: the status block, the scan chain
-/// (scanChainBytes), then a slot per host scalar.
-constexpr int64_t kExtraSlot = 64;
 
 /// Function arguments the caller passes in host memory.
 bool isHostArgument(func::FuncOp func, unsigned i) {
@@ -41,16 +42,6 @@ bool isHostArgument(func::FuncOp func, unsigned i) {
 }
 
 } // namespace
-
-std::string scanChainBytes(int64_t items, StringRef batch) {
-  if (!items)
-    return "0";
-  // The ticket counter's 64 bytes, the flags (ints) rounded up to 256
-  // bytes, then a carry (two floats) per item and lane.
-  std::string count = batch.str() + " * " + std::to_string(items);
-  return "(64 + (4 * " + count + " + 255) / 256 * 256 + 256 * " + count +
-         ")";
-}
 
 KernelBytes kernelBytes(const CudaLaunch &launch) {
   KernelBytes bytes;
@@ -76,333 +67,323 @@ KernelBytes kernelBytes(const CudaLaunch &launch) {
 
 namespace {
 
+/// The sizes of a library's launches and GEMMs, as C++ of the batch B, each
+/// written once: what lruc::cuda::schedule::Sizes computes.
+class SizeTable {
+public:
+  int32_t indexOf(const std::string &expr) {
+    auto [it, inserted] = indices.try_emplace(expr, int32_t(exprs.size()));
+    if (inserted)
+      exprs.push_back(expr);
+    return it->second;
+  }
+
+  void write(llvm::raw_ostream &os) const {
+    os << "/// Size i of the launches and GEMMs at batch B.\n"
+          "int64_t gpuSize(int32_t i, int64_t B) {\n  switch (i) {\n";
+    for (auto [i, expr] : llvm::enumerate(exprs))
+      os << "  case " << i << ": return " << expr << ";\n";
+    os << "  }\n  (void)B;\n  return 0;\n}\n\n";
+  }
+
+private:
+  std::map<std::string, int32_t> indices;
+  std::vector<std::string> exprs;
+};
+
+/// An operand's lruc::cuda::schedule::Address.
+struct Address {
+  StringRef region;
+  int64_t index = 0, perExample = 0, offset = 0;
+};
+
+llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const Address &a) {
+  return os << "{" << a.region << ", " << a.index << ", " << a.perExample
+            << ", " << a.offset << "}";
+}
+
+/// Writes one function's tables (lruc/cuda/Schedule.h), named after it.
 class ScheduleWriter {
 public:
   ScheduleWriter(const CudaFunctionPlan &plan,
-                 llvm::function_ref<std::string(lru::ParamOp)> paramPointer,
-                 llvm::raw_ostream &os)
+                 llvm::function_ref<ParamPlace(lru::ParamOp)> paramPlace,
+                 SizeTable &sizes, llvm::raw_ostream &os)
       : plan(plan), func(plan.func), memory(plan.memory),
-        paramPointer(paramPointer), os(os) {}
+        paramPlace(paramPlace), sizes(sizes), os(os) {}
 
   LogicalResult write() {
-    StringRef name = func.getSymName();
+    const std::string name = func.getSymName().str();
+    os << "// @" << name << ": its kernels and GEMMs in order.\n";
+
     // Which op a status report names.
-    os << "const char *gpu_describe_" << name
-       << "(int32_t op) {\n  switch (op) {\n";
     llvm::DenseMap<Operation *, size_t> indexOf;
     for (auto [index, op] : llvm::enumerate(func.getBody().front()))
       indexOf[&op] = index;
     llvm::SmallPtrSet<Operation *, 16> named;
+    size_t reports = 0;
     for (const CudaLaunch &launch : plan.launches)
       if (launch.reports && named.insert(launch.op).second)
-        os << "  case " << indexOf.lookup(launch.op) << ": return \""
-           << launch.op->getName().getStringRef() << " at "
-           << describeLocation(launch.op->getLoc()) << "\";\n";
-    os << "  default: return \"an op\";\n  }\n}\n\n";
+        os << (reports++ ? "" : "const Report " + name + "_reports[] = {\n")
+           << "  {" << indexOf.lookup(launch.op) << ", "
+           << quoted(launch.op->getName().getStringRef().str() + " at " +
+                     describeLocation(launch.op->getLoc()))
+           << "},\n";
+    if (reports)
+      os << "};\n";
 
-    os << "bool gpu_run_" << name
-       << "(const lruc_gpu_ops *ops, char *workspace, int64_t B,\n"
-          "    const float *params, const float *state, const void *const "
-          "*args,\n    void *const *results, std::string &error) {\n"
-          "  (void)params; (void)state; (void)args;\n"
-       << "  char *const extra = workspace + " << memory.total.perExample
-       << " * B + " << memory.total.fixed << ";\n"
-       << "  GpuStatus *status = reinterpret_cast<GpuStatus *>(extra);\n"
-       << "  if (!gpuResetStatus(ops, status, error))\n    return false;\n";
-    int64_t hostSlots = 0;
+    // The host scalars, each copied into a slot of the scalars; the
+    // parameters' bfloat16 shadows after them.
+    int64_t scalarBytes = 0;
+    size_t copies = 0;
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       if (!isHostArgument(func, i))
         continue;
-      std::string copy = "host" + std::to_string(i);
       int64_t bytes = cast<RankedTensorType>(arg.getType()).getNumElements() *
                       elementBytes(arg.getType());
-      os << "  void *const " << copy << " = "
-         << extraAt(kExtraSlot * (1 + hostSlots++)) << ";\n"
-         << "  if (!gpuCopy(ops, " << copy << ", args[" << i << "], " << bytes
-         << ", LRUC_COPY_HOST_TO_DEVICE, error))\n    return false;\n";
-      pointers[arg] = copy;
+      os << (copies++ ? "" : "const HostCopy " + name + "_copies[] = {\n")
+         << "  {" << i << ", " << scalarBytes << ", " << bytes << "},\n";
+      addresses[arg] = {"Scalars", 0, 0, scalarBytes};
+      scalarBytes += cuda::schedule::kScalarSlot;
     }
-    // The parameters' bfloat16 shadows, after the host scalars.
-    int64_t shadowAt = 0;
-    for (auto [k, v] : llvm::enumerate(plan.shadows)) {
-      std::string shadow = "shadow" + std::to_string(k);
-      os << "  void *const " << shadow << " = "
-         << extraAt(kExtraSlot * (1 + hostSlots) + shadowAt) << ";\n";
-      shadows[v] = shadow;
-      shadowAt += shadowBytes(v);
+    if (copies)
+      os << "};\n";
+    for (Value v : plan.shadows) {
+      shadows[v] = {"Scalars", 0, 0, scalarBytes};
+      scalarBytes += shadowBytes(v);
     }
+
+    // The steps, and each one's operands on a line.
+    std::string launches, gemms, steps;
+    llvm::raw_string_ostream launchOs(launches), gemmOs(gemms), stepOs(steps);
+    int32_t operandCount = 0, launchCount = 0, gemmCount = 0;
+    os << "const Address " << name << "_operands[] = {\n";
     for (const CudaLaunch &launch : plan.launches) {
+      FailureOr<SmallVector<Address>> operands =
+          launch.isGemm() ? gemmOperands(launch) : launchOperands(launch);
+      if (failed(operands))
+        return failure();
+      os << "  /* "
+         << (launch.isGemm() ? "GEMM " + gemmShape(launch) : launch.kernel)
+         << " */";
+      for (const Address &a : *operands)
+        os << " " << a << ",";
+      os << "\n";
       if (launch.isGemm()) {
-        if (failed(writeGemm(launch)))
-          return failure();
-        continue;
+        writeGemm(launch, operandCount, gemmOs);
+        stepOs << "  {GemmStep, " << gemmCount++ << "},\n";
+      } else {
+        launchOs << "  {" << launch.index << ", "
+                 << sizes.indexOf(launch.threads) << ", "
+                 << (launch.blockPerOutput ? 1 : 0) << ", "
+                 << launch.blockThreads << ", "
+                 << (launch.gridStride ? kGridStrideBlocks : 0) << ", "
+                 << operandCount << ", " << operands->size() << "}, // "
+                 << launch.kernel << ": " << launch.threads << "\n";
+        stepOs << "  {LaunchStep, " << launchCount++ << "},\n";
       }
-      os << "  {\n    const int64_t n = " << launch.threads << ";\n";
-      for (auto [k, v] : llvm::enumerate(launch.operands)) {
-        FailureOr<std::string> p = pointer(v);
-        if (failed(p))
-          return failure();
-        os << "    const void *p" << k << " = " << *p << ";\n";
-      }
-      // The results kernel writes the caller's results, the shadows
-      // kernel the shadows.
-      const size_t results = launch.copiesResults || launch.copiesShadows
-                                 ? launch.operands.size()
-                                 : 0;
-      for (size_t k = 0; k < results; ++k)
-        os << "    void *r" << k << " = "
-           << (launch.copiesShadows ? shadows.lookup(launch.operands[k])
-                                    : "results[" + std::to_string(k) + "]")
-           << ";\n";
-      os << "    void *a[] = {&B, &status";
-      for (size_t k = 0; k < launch.operands.size(); ++k)
-        os << ", &p" << k;
-      for (size_t k = 0; k < results; ++k)
-        os << ", &r" << k;
-      os << "};\n    if (n > 0 && !gpuLaunch(ops, " << launch.index << ", n, "
-         << (launch.blockPerOutput ? 1 : 0) << ", " << launch.blockThreads
-         << ", " << (launch.gridStride ? kGridStrideBlocks : 0) << ", a, \""
-         << launch.kernel << "\", error))\n      return false;\n  }\n";
+      operandCount += int32_t(operands->size());
     }
-    os << "  return gpuCheckStatus(ops, status, \"" << name
-       << "\", gpu_describe_" << name << ", error);\n}\n\n";
+    os << "};\n";
+    if (launchCount)
+      os << "const Launch " << name << "_launches[] = {\n"
+         << launches << "};\n";
+    if (gemmCount)
+      os << "const Gemm " << name << "_gemms[] = {\n" << gemms << "};\n";
+    os << "const Step " << name << "_steps[] = {\n" << steps << "};\n";
+
+    auto table = [&](size_t count, StringRef suffix) {
+      return count ? name + "_" + suffix.str() : std::string("nullptr");
+    };
+    os << "const Function " << name << "_schedule = {\n  " << quoted(name)
+       << ", gpuSize, {" << memory.total.perExample << ", "
+       << memory.total.fixed << "}, " << plan.scanChainItems << ", "
+       << scalarBytes << ",\n  " << table(copies, "copies") << ", " << copies
+       << ", " << name << "_steps, " << plan.launches.size() << ", "
+       << table(launchCount, "launches") << ", " << table(gemmCount, "gemms")
+       << ",\n  " << name << "_operands, " << table(reports, "reports") << ", "
+       << reports << ",\n};\n\n";
     return success();
   }
 
-  /// The device workspace bytes of the function as C++ of `batch`.
-  std::string workspaceBytes() {
-    int64_t hostSlots = 0;
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      hostSlots += isHostArgument(func, i);
-    int64_t shadowTotal = 0;
-    for (Value v : plan.shadows)
-      shadowTotal += shadowBytes(v);
-    return std::to_string(memory.total.perExample) + " * batch + " +
-           std::to_string(memory.total.fixed + kExtraSlot * (1 + hostSlots) +
-                          shadowTotal) +
-           (plan.scanChainItems
-                ? " + " + scanChainBytes(plan.scanChainItems, "batch")
-                : "");
-  }
-
 private:
-  /// Byte `offset` of the bytes after the workspace (the status block, the
-  /// host scalars, the shadows) not counting the scan chain, which lies
-  /// between the status block and the rest; as C++.
-  std::string extraAt(int64_t offset) const {
-    return "extra + " + std::to_string(offset) +
-           (plan.scanChainItems
-                ? " + " + scanChainBytes(plan.scanChainItems, "B")
-                : "");
-  }
-
   /// A parameter's bfloat16 shadow, aligned to 256 bytes.
   static int64_t shadowBytes(Value v) {
     return (tensorType(v).getNumElements() * 2 + 255) / 256 * 256;
   }
 
-  /// Where a GEMM reads operand `v`: its bfloat16 shadow when the GEMM is
-  /// bfloat16 and `v` a parameter, else where it lives.
-  FailureOr<std::string> gemmPointer(Value v, bool bf16) {
-    if (bf16)
-      if (auto it = shadows.find(storageOf(v)); it != shadows.end())
-        return it->second;
-    return pointer(v);
-  }
-
-  /// Where `v` lives on the device, as C++.
-  FailureOr<std::string> pointer(Value v) {
-    if (auto it = pointers.find(v); it != pointers.end())
+  /// Where `v` lives on the device.
+  FailureOr<Address> address(Value v) {
+    if (auto it = addresses.find(v); it != addresses.end())
       return it->second;
     if (auto arg = dyn_cast<BlockArgument>(v))
-      return "args[" + std::to_string(arg.getArgNumber()) + "]";
-    if (auto param = v.getDefiningOp<lru::ParamOp>())
-      return paramPointer(param);
+      return Address{"Argument", arg.getArgNumber()};
+    if (auto param = v.getDefiningOp<lru::ParamOp>()) {
+      ParamPlace place = paramPlace(param);
+      return Address{place.state ? "State" : "Params", 0, 0,
+                     int64_t(place.floats * sizeof(float))};
+    }
     if (auto view = v.getDefiningOp<lru::ViewOp>())
-      return pointer(view.getX());
+      return address(view.getX());
     auto slot = memory.slotOf.find(v);
     if (slot == memory.slotOf.end())
       return v.getDefiningOp()->emitError(
           "has a result the GPU schedule cannot place");
     ByteSize offset = memory.offsets[slot->second];
-    return "workspace + " + std::to_string(offset.perExample) + " * B + " +
-           std::to_string(offset.fixed);
+    return Address{"Workspace", 0, offset.perExample, offset.fixed};
   }
 
-  /// A GEMM launch's matmul, or its two (CudaLaunch::batchedOp), as
-  /// row-major GEMMs (the kinds of runtime/cpu's matmuls) in one call.
-  LogicalResult writeGemm(const CudaLaunch &launch) {
+  /// A kernel's arrays after (B, status): its operands, then for the
+  /// results kernel the caller's results, for the shadows kernel the
+  /// shadows.
+  FailureOr<SmallVector<Address>> launchOperands(const CudaLaunch &launch) {
+    SmallVector<Address> operands;
+    for (Value v : launch.operands) {
+      FailureOr<Address> a = address(v);
+      if (failed(a))
+        return failure();
+      operands.push_back(*a);
+    }
+    if (launch.copiesResults)
+      for (size_t k = 0; k < launch.operands.size(); ++k)
+        operands.push_back({"Result", int64_t(k)});
+    if (launch.copiesShadows)
+      for (Value v : launch.operands)
+        operands.push_back(shadows.lookup(v));
+    return operands;
+  }
+
+  /// A GEMM launch's matmul, or its two (CudaLaunch::batchedOp): the lhs,
+  /// rhs and product of each. A bfloat16 GEMM reads a parameter through
+  /// its shadow.
+  FailureOr<SmallVector<Address>> gemmOperands(const CudaLaunch &launch) {
+    SmallVector<Address> operands;
+    for (Operation *op : {launch.op, launch.batchedOp}) {
+      auto matmul = cast_or_null<lru::MatmulOp>(op);
+      if (!matmul)
+        continue;
+      std::array<Value, 3> values = {matmul.getLhs(), matmul.getRhs(),
+                                     matmul.getResult()};
+      for (auto [i, v] : llvm::enumerate(values)) {
+        if (launch.bf16Operands[i])
+          if (auto it = shadows.find(storageOf(v)); it != shadows.end()) {
+            operands.push_back(it->second);
+            continue;
+          }
+        FailureOr<Address> a = address(v);
+        if (failed(a))
+          return failure();
+        operands.push_back(*a);
+      }
+    }
+    return operands;
+  }
+
+  /// A GEMM's sizes and row strides as C++ of B, and which operands it
+  /// transposes.
+  struct GemmSizes {
+    std::string m, n, k, lda, ldb;
+    bool transA = false, transB = false;
+  };
+  static GemmSizes gemmSizes(const CudaLaunch &launch) {
     auto op = cast<lru::MatmulOp>(launch.op);
     auto lhs = tensorType(op.getLhs()), rhs = tensorType(op.getRhs());
     std::string rows = productExpr(lhs.getShape().drop_back());
-    std::string m, n, k, lda, ldb;
-    bool transA = false, transB = false;
+    GemmSizes s;
     switch (op.getKind()) {
     case lru::MatmulKind::nt: // [rows, K] . [N, K]^T
-      m = rows, n = dimExpr(rhs.getDimSize(0)), k = dimExpr(rhs.getDimSize(1));
-      lda = k, ldb = k, transB = true;
+      s.m = rows, s.n = dimExpr(rhs.getDimSize(0));
+      s.k = dimExpr(rhs.getDimSize(1));
+      s.lda = s.k, s.ldb = s.k, s.transB = true;
       break;
     case lru::MatmulKind::nn: // [rows, K] . [K, N]
-      m = rows, n = dimExpr(rhs.getDimSize(1)), k = dimExpr(rhs.getDimSize(0));
-      lda = k, ldb = n;
+      s.m = rows, s.n = dimExpr(rhs.getDimSize(1));
+      s.k = dimExpr(rhs.getDimSize(0));
+      s.lda = s.k, s.ldb = s.n;
       break;
     case lru::MatmulKind::tn: // [rows, M]^T . [rows, N]
-      m = dimExpr(lhs.getShape().back()), n = dimExpr(rhs.getShape().back());
-      k = rows, lda = m, ldb = n, transA = true;
+      s.m = dimExpr(lhs.getShape().back());
+      s.n = dimExpr(rhs.getShape().back());
+      s.k = rows, s.lda = s.m, s.ldb = s.n, s.transA = true;
       break;
     }
-    // The element type of operand `i` (lhs, rhs, product); both operands
-    // have one (GpuStorage).
-    auto typeOf = [&](size_t i) -> std::string {
+    return s;
+  }
+
+  /// "m x n x k" of a GEMM, for the tables' comments.
+  static std::string gemmShape(const CudaLaunch &launch) {
+    GemmSizes s = gemmSizes(launch);
+    return s.m + " x " + s.n + " x " + s.k;
+  }
+
+  /// A GEMM launch's matmul, or its two, as row-major GEMMs (the kinds of
+  /// runtime/cpu's matmuls) in one call.
+  void writeGemm(const CudaLaunch &launch, int32_t firstOperand,
+                 llvm::raw_ostream &out) {
+    GemmSizes s = gemmSizes(launch);
+    // Both operands have the lhs's element type (GpuStorage).
+    auto typeOf = [&](size_t i) -> StringRef {
       return launch.bf16Operands[i] ? "LRUC_GPU_BF16" : "LRUC_GPU_F32";
     };
-    // The second product's operands as strides from the first's.
-    std::array<Value, 3> first = {op.getLhs(), op.getRhs(), op.getResult()};
-    std::array<std::string, 3> at, strides = {"0", "0", "0"};
-    for (auto [i, v] : llvm::enumerate(first)) {
-      FailureOr<std::string> p = gemmPointer(v, launch.bf16Operands[i]);
-      if (failed(p))
-        return failure();
-      at[i] = *p;
-    }
-    if (auto second = cast_or_null<lru::MatmulOp>(launch.batchedOp)) {
-      std::array<Value, 3> operands = {second.getLhs(), second.getRhs(),
-                                       second.getResult()};
-      for (auto [i, v] : llvm::enumerate(operands)) {
-        FailureOr<std::string> p = gemmPointer(v, launch.bf16Operands[i]);
-        if (failed(p))
-          return failure();
-        strides[i] = "gpuStride(" + at[i] + ", " + *p + ", " +
-                     (launch.bf16Operands[i] ? "2" : "4") + ")";
-      }
-    }
-    os << "  if (!gpuGemm(ops, " << transA << ", " << transB << ", " << m
-       << ", " << n << ", " << k << ", " << typeOf(0) << ", " << at[0] << ", "
-       << lda << ", " << strides[0] << ", " << at[1] << ", " << ldb << ", "
-       << strides[1] << ", " << typeOf(2) << ", " << at[2] << ", " << n << ", "
-       << strides[2] << ", " << (launch.batchedOp ? 2 : 1) << ", error))\n"
-       << "    return false;\n";
-    return success();
+    out << "  {" << s.transA << ", " << s.transB << ", " << sizes.indexOf(s.m)
+        << ", " << sizes.indexOf(s.n) << ", " << sizes.indexOf(s.k) << ", "
+        << sizes.indexOf(s.lda) << ", " << sizes.indexOf(s.ldb) << ", "
+        << sizes.indexOf(s.n) << ", " << typeOf(0) << ", " << typeOf(2) << ", "
+        << (launch.batchedOp ? 2 : 1) << ", " << firstOperand << "}, // "
+        << gemmShape(launch) << "\n";
   }
 
   const CudaFunctionPlan &plan;
   func::FuncOp func;
   const MemoryPlan &memory;
-  llvm::function_ref<std::string(lru::ParamOp)> paramPointer;
+  llvm::function_ref<ParamPlace(lru::ParamOp)> paramPlace;
+  SizeTable &sizes;
   llvm::raw_ostream &os;
-  llvm::DenseMap<Value, std::string> pointers; ///< host scalars' copies
-  llvm::DenseMap<Value, std::string> shadows;  ///< parameters' shadows
+  llvm::DenseMap<Value, Address> addresses; ///< host scalars' copies
+  llvm::DenseMap<Value, Address> shadows;   ///< parameters' shadows
 };
 
 } // namespace
 
-FailureOr<std::vector<std::string>>
+LogicalResult
 writeGpuSchedule(const std::vector<CudaFunctionPlan> &plans,
-                 llvm::function_ref<std::string(lru::ParamOp)> paramPointer,
+                 llvm::function_ref<ParamPlace(lru::ParamOp)> paramPlace,
                  llvm::raw_ostream &os) {
-  os << R"cpp(// --- The GPU schedule (runtime/include/lruc_gpu.h) ----------------------
+  SizeTable sizes;
+  std::string tables;
+  llvm::raw_string_ostream tableOs(tables);
+  for (const CudaFunctionPlan &plan : plans)
+    if (failed(ScheduleWriter(plan, paramPlace, sizes, tableOs).write()))
+      return failure();
+  os << "// --- The GPU schedule (lruc/cuda/Schedule.h) "
+        "----------------------------\n\n"
+        "using namespace lruc::cuda::schedule;\n\n";
+  sizes.write(os);
+  os << tables << "const Function *const kGpuSchedules[] = {";
+  for (auto [i, plan] : llvm::enumerate(plans))
+    os << (i ? ", " : "") << "&" << func::FuncOp(plan.func).getSymName()
+       << "_schedule";
+  os << "};\n\n";
+  os << R"cpp(size_t gpuWorkspaceBytes(int64_t batch) {
+  int64_t bytes = 0;
+  for (const Function *f : kGpuSchedules)
+    bytes = std::max(bytes, workspaceBytes(*f, batch));
+  return size_t(bytes);
+}
 
-struct GpuStatus { // lruc::gpu::Status of the device prelude
-  int32_t op, pad;
-  int64_t index, value;
-};
-
-bool gpuCalled(int rc, const char *what, const char *name, std::string &error) {
-  if (rc == 0)
-    return true;
-  error = std::string("GPU ") + what + " failed (" + std::to_string(rc) + ")" +
-          (name ? std::string(": ") + name : std::string());
+/// What a deferred call's status block, read back, says of entry point
+/// `entry`.
+bool gpuDeferredStatus(const char *entry, const void *status,
+                       std::string &error) {
+  for (const Function *f : kGpuSchedules)
+    if (std::strcmp(entry, f->name) == 0)
+      return statusSays(*f, status, error);
+  error = std::string("no entry point '") + entry + "'";
   return false;
-}
-bool gpuCopy(const lruc_gpu_ops *ops, void *dst, const void *src,
-             uint64_t bytes, int32_t kind, std::string &error) {
-  return bytes == 0 ||
-         gpuCalled(ops->copy(ops->context, dst, src, bytes, kind), "copy",
-                   nullptr, error);
-}
-bool gpuLaunch(const lruc_gpu_ops *ops, int32_t kernel, int64_t n,
-               int32_t blockPerOutput, int32_t threads, int64_t maxBlocks,
-               void **args, const char *name, std::string &error) {
-  // A grid-stride kernel (maxBlocks > 0) takes any grid.
-  int64_t blocks = blockPerOutput ? n : (n + threads - 1) / threads;
-  if (maxBlocks > 0 && blocks > maxBlocks)
-    blocks = maxBlocks;
-  return gpuCalled(ops->launch(ops->context, kernel, blocks, int32_t(threads),
-                               blockPerOutput, args),
-                   "launch", name, error);
-}
-/// Elements of `elementBytes` from `from` to `to` (device memory, aligned
-/// to them), which may be in different allocations of one address space.
-int64_t gpuStride(const void *from, const void *to, int64_t elementBytes) {
-  return (int64_t(reinterpret_cast<intptr_t>(to)) -
-          int64_t(reinterpret_cast<intptr_t>(from))) /
-         elementBytes;
-}
-bool gpuGemm(const lruc_gpu_ops *ops, int32_t transA, int32_t transB,
-             int64_t m, int64_t n, int64_t k, int32_t abType, const void *a,
-             int64_t lda, int64_t strideA, const void *b, int64_t ldb,
-             int64_t strideB, int32_t cType, void *c, int64_t ldc,
-             int64_t strideC, int64_t count, std::string &error) {
-  if (m == 0 || n == 0)
-    return true;
-  return gpuCalled(ops->gemm(ops->context, transA, transB, m, n, k, abType, a,
-                             lda, strideA, b, ldb, strideB, cType, c, ldc,
-                             strideC, count),
-                   "GEMM", nullptr, error);
-}
-bool gpuResetStatus(const lruc_gpu_ops *ops, GpuStatus *status,
-                    std::string &error) {
-  const GpuStatus none = {-1, 0, 0, 0};
-  return gpuCopy(ops, status, &none, sizeof none, LRUC_COPY_HOST_TO_DEVICE,
-                 error);
-}
-/// What a status block read back says: true when no kernel reported.
-bool gpuStatusSays(const GpuStatus &seen, const char *function,
-                   const char *(*describe)(int32_t), std::string &error) {
-  if (seen.op < 0)
-    return true;
-  error = std::string("bad input in @") + function + ", " +
-          describe(seen.op) + ": entry " + std::to_string(seen.index) +
-          " is " + std::to_string(seen.value) + ", out of range";
-  return false;
-}
-/// The first report of the call's kernels, if any, as the error; or the
-/// block handed to the caller, who reads it later (defer_status).
-bool gpuCheckStatus(const lruc_gpu_ops *ops, const GpuStatus *status,
-                    const char *function, const char *(*describe)(int32_t),
-                    std::string &error) {
-  if (ops->defer_status)
-    return gpuCalled(ops->defer_status(ops->context, status, sizeof *status),
-                     "status deferral", nullptr, error);
-  GpuStatus seen;
-  if (!gpuCopy(ops, &seen, status, sizeof seen, LRUC_COPY_DEVICE_TO_HOST,
-               error))
-    return false;
-  return gpuStatusSays(seen, function, describe, error);
 }
 
 )cpp";
-  std::vector<std::string> workspaces;
-  for (const CudaFunctionPlan &plan : plans) {
-    ScheduleWriter writer(plan, paramPointer, os);
-    if (failed(writer.write()))
-      return failure();
-    workspaces.push_back(writer.workspaceBytes());
-  }
-  // A deferred call's status block, read back by the caller.
-  os << "bool gpuDeferredStatus(const char *entry, const void *status,\n"
-        "                       std::string &error) {\n"
-        "  GpuStatus seen;\n  std::memcpy(&seen, status, sizeof seen);\n";
-  for (const CudaFunctionPlan &plan : plans) {
-    StringRef name = func::FuncOp(plan.func).getSymName();
-    os << "  if (std::strcmp(entry, \"" << name
-       << "\") == 0)\n    return gpuStatusSays(seen, entry, gpu_describe_"
-       << name << ", error);\n";
-  }
-  os << "  error = std::string(\"no entry point '\") + entry + \"'\";\n"
-        "  return false;\n}\n\n";
-  return workspaces;
+  return success();
 }
 
 } // namespace lruc

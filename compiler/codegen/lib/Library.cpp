@@ -24,10 +24,11 @@
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 namespace lruc {
 
@@ -51,8 +52,8 @@ HostCompiler defaultHostCompiler(CpuTarget target) {
                    (portable ? "-march=x86-64-v3" : "-march=native") +
                    " -fcx-limited-range -fno-trapping-math -fno-math-errno "
                    "-fPIC -shared -fvisibility=hidden";
-  // -O1 for the GPU launch schedule: thousands of lines of calls into the
-  // driver, which -O3 took ~5 s to optimise and -O1 takes ~3.
+  // -O1 for the GPU unit, code whose speed does not matter (the schedule's
+  // tables and the calls that walk them; ListOps: 0.9 s, 1.2 s at -O3).
   compiler.lightFlags = compiler.flags + " -O1";
   compiler.libraries =
       portable ? LRUC_PORTABLE_RUNTIME_LIBRARIES : LRUC_RUNTIME_LIBRARIES;
@@ -86,7 +87,7 @@ std::vector<LibrarySource::Unit> mergeSmallUnits(const LibrarySource &source) {
   std::vector<size_t> sizes;
   for (size_t i = 0; i < source.units.size(); ++i) {
     groups.push_back({i});
-    sizes.push_back(source.units[i].text.size());
+    sizes.push_back(source.units[i].codeBytes());
   }
   auto light = [&](size_t group) {
     return source.units[groups[group].front()].light;
@@ -124,6 +125,7 @@ std::vector<LibrarySource::Unit> mergeSmallUnits(const LibrarySource &source) {
     for (size_t i : group) {
       unit.name += (unit.name.empty() ? "" : "+") + source.units[i].name;
       unit.text += source.units[i].text;
+      unit.dataBytes += source.units[i].dataBytes;
     }
   }
   return merged;
@@ -259,16 +261,27 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     return done.ReturnCode == 0;
   };
 
-  // The largest units first (a unit of generated loops takes time in
-  // proportion to its size; the GPU unit, mostly the CUDA source as one
-  // string, less), a new one whenever the oldest running one finishes;
-  // after a failure, the running ones finish and no more start.
+  // Whether `job` has ended, without waiting; its result in `ok` and
+  // `why`.
+  auto ended = [](Job &job, bool &ok, std::string &why) {
+    llvm::sys::ProcessInfo done =
+        llvm::sys::Wait(job.process, /*SecondsToWait=*/0, &why);
+    if (done.Pid == 0)
+      return false;
+    ok = done.ReturnCode == 0;
+    return true;
+  };
+
+  // The largest units first (a unit takes time in proportion to its
+  // code), a new one whenever a running one finishes (polled: compiles
+  // take seconds); after a failure, the running ones finish and no more
+  // start.
   std::vector<size_t> order(compiles.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return units[a].text.size() > units[b].text.size();
+    return units[a].codeBytes() > units[b].codeBytes();
   });
-  std::deque<size_t> running;
+  std::vector<Job *> running;
   const Job *failure = nullptr;
   std::string why;
   size_t next = 0;
@@ -277,20 +290,26 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       Job &job = compiles[order[next++]];
       std::string startError;
       if (start(job, startError))
-        running.push_back(&job - compiles.data());
+        running.push_back(&job);
       else {
         failure = &job;
         why = startError;
       }
       continue;
     }
-    Job &job = compiles[running.front()];
-    running.pop_front();
+    bool ok = true;
     std::string waitError;
-    if (!finish(job, waitError) && !failure) {
-      failure = &job;
+    auto done = llvm::find_if(
+        running, [&](Job *job) { return ended(*job, ok, waitError); });
+    if (done == running.end()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    if (!ok && !failure) {
+      failure = *done;
       why = waitError;
     }
+    running.erase(done);
   }
   if (!failure) {
     std::string linkError;

@@ -80,10 +80,16 @@ struct LibrarySource {
   struct Unit {
     std::string name; ///< what it holds ("backward", "model", "gpu")
     std::string text; ///< what follows the prelude in its source file
-    /// Host code whose speed does not matter (the GPU launch schedule: each
-    /// of its hundreds of lines ends in a driver call), built with
-    /// HostCompiler::lightFlags.
+    /// Host code whose speed does not matter (the GPU unit: its schedule's
+    /// tables and the entry points that hand them to the runtime), built
+    /// with HostCompiler::lightFlags.
     bool light = false;
+    /// Bytes of `text` that are data the compiler only copies (the CUDA
+    /// source as one string literal): not part of its compile time, which
+    /// follows the size of the rest.
+    size_t dataBytes = 0;
+
+    size_t codeBytes() const { return text.size() - dataBytes; }
   };
   std::string prelude;
   std::vector<Unit> units;
@@ -127,7 +133,7 @@ struct HostCompiler {
   std::string command; ///< the C++ compiler (found at build time)
   std::string flags;   ///< optimisation and code-generation flags
   /// The flags of light units (LibrarySource::Unit::light): `flags` at a
-  /// lower optimisation level, which compiles in about half the time.
+  /// lower optimisation level.
   std::string lightFlags;
   std::string libraries; ///< the runtime archives and OpenBLAS it links
 };
