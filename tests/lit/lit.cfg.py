@@ -15,6 +15,8 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%lruc_src", config.lruc_src_root))
 config.substitutions.append(("%lruc_bin", config.lruc_tools_dir))
+config.substitutions.append(
+    ("%lruc_lib", os.path.join(config.lruc_obj_root, "lib")))
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 
