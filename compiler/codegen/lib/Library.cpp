@@ -151,7 +151,10 @@ bool compileJobs(unsigned &jobs, std::string &error) {
 } // namespace
 
 bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
-                    const HostCompiler &compiler, std::string &error) {
+                    const HostCompiler &compiler, std::string &error,
+                    LibraryBuild *build) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point buildStart = Clock::now();
   unsigned jobs = 1;
   if (!compileJobs(jobs, error))
     return false;
@@ -175,15 +178,26 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
 
   /// A compiler process: what it compiles, where it logs, its process.
   struct Job {
-    std::string source, log;
+    std::string name, source, log;
+    size_t codeBytes = 0;
     std::vector<std::string> args;
     llvm::sys::ProcessInfo process;
+    Clock::time_point started;
+  };
+  // A finished job's wall time, for `build`.
+  auto record = [&](const Job &job) {
+    if (build)
+      build->steps.push_back(
+          {job.name, job.codeBytes,
+           std::chrono::duration<double>(Clock::now() - job.started).count()});
   };
   const std::vector<LibrarySource::Unit> units = mergeSmallUnits(source);
   std::vector<Job> compiles;
   std::vector<std::string> objects;
   for (const LibrarySource::Unit &unit : units) {
     Job job;
+    job.name = unit.name;
+    job.codeBytes = unit.codeBytes();
     job.source = inDir(unit.name + ".cpp");
     job.log = inDir(unit.name + ".log");
     std::error_code ec;
@@ -233,6 +247,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   // An interrupted compile (Ctrl-C) leaves no partial library behind.
   llvm::sys::RemoveFileOnSignal(partial);
   Job link;
+  link.name = "link";
   link.source =
       compiles.size() == 1 ? compiles.front().source : dir.str().str();
   link.log = inDir("link.log");
@@ -251,6 +266,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, job.log,
                                                   job.log};
     bool notStarted = false;
+    job.started = Clock::now();
     job.process = llvm::sys::ExecuteNoWait(*program, argRefs, std::nullopt,
                                            redirects, 0, &why, &notStarted);
     return !notStarted;
@@ -309,6 +325,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       failure = *done;
       why = waitError;
     }
+    record(**done);
     running.erase(done);
   }
   if (!failure) {
@@ -317,6 +334,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       failure = &link;
       why = linkError;
     }
+    record(link);
   }
   std::error_code renamed;
   if (!failure)
@@ -336,6 +354,11 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     return false;
   }
   llvm::sys::fs::remove_directories(dir);
+  if (build) {
+    build->jobs = jobs;
+    build->seconds =
+        std::chrono::duration<double>(Clock::now() - buildStart).count();
+  }
   return true;
 }
 

@@ -27,6 +27,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -208,6 +209,27 @@ std::string formatBytes(double bytes) {
   return llvm::formatv("{0:F1} {1}", bytes, units[unit]).str();
 }
 
+/// `lruc --stats -o`: what each compiler process took, the longest first
+/// (with as many CPUs as units, the longest unit bounds the build).
+void printBuildStats(const lruc::LibraryBuild &build, llvm::raw_ostream &os) {
+  std::vector<lruc::LibraryBuild::Step> steps = build.steps;
+  llvm::stable_sort(steps, [](const auto &a, const auto &b) {
+    return a.seconds > b.seconds;
+  });
+  double total = 0;
+  for (const lruc::LibraryBuild::Step &step : steps)
+    total += step.seconds;
+  os << llvm::format("library build: %.2f s, %zu compiler processes, %u at "
+                     "once (LRUC_JOBS), %.2f s of them in all\n",
+                     build.seconds, steps.size(), build.jobs, total);
+  for (const lruc::LibraryBuild::Step &step : steps) {
+    os << llvm::format("  %-32s %6.2f s", step.name.c_str(), step.seconds);
+    if (step.name != "link")
+      os << llvm::format("  %8.1f KB of code", step.codeBytes / 1000.0);
+    os << "\n";
+  }
+}
+
 /// `lruc --stats`: what each function of the library runs and stores.
 void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
   int64_t batch = 0;
@@ -282,7 +304,9 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "lruc: the Linear Recurrent Unit compiler\n\n"
                               "  --stats  print each library function's ops, "
-                              "fused groups and memory plan to stderr\n");
+                              "fused groups and memory plan to stderr,\n"
+                              "           and with -o what each compiler "
+                              "process of the library build took\n");
 
   if (cudaScanWarps < 1 || cudaScanWarps > 32)
     return fail("--cuda-scan-warps must lie in 1-32 (a block has at most "
@@ -382,11 +406,14 @@ int main(int argc, char **argv) {
   if (!library)
     return writeOutput(text);
   std::string error;
+  lruc::LibraryBuild build;
   if (!lruc::compileLibrary(
           librarySource, outputPath,
           lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
                                              : lruc::CpuTarget::Native),
-          error))
+          error, &build))
     return fail(error);
+  if (printStats)
+    printBuildStats(build, llvm::errs());
   return 0;
 }

@@ -149,14 +149,29 @@ enum class CpuTarget {
 /// environment override the first two).
 HostCompiler defaultHostCompiler(CpuTarget target = CpuTarget::Native);
 
+/// What building a library took (`lruc --stats -o`): each compiler
+/// process's wall time, in the order they ended, the link last.
+struct LibraryBuild {
+  struct Step {
+    std::string name;     ///< a unit (merged ones joined by '+'), or "link"
+    size_t codeBytes = 0; ///< the unit's (LibrarySource::Unit::codeBytes)
+    double seconds = 0;
+  };
+  unsigned jobs = 1; ///< compiler processes at once
+  std::vector<Step> steps;
+  double seconds = 0; ///< the whole build
+};
+
 /// Compiles each unit of `source` to an object file, as many at once as
 /// this process may use CPUs (`LRUC_JOBS` in the environment overrides),
 /// and links them into the shared library `outputPath`, written to a
 /// temporary file and renamed into place. On failure, returns false with a
 /// message in `error` naming the kept source file and the compiler output.
 /// The runtime headers and archives are those of lruc's build tree.
+/// `build`, if given, gets what each step took.
 bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
-                    const HostCompiler &compiler, std::string &error);
+                    const HostCompiler &compiler, std::string &error,
+                    LibraryBuild *build = nullptr);
 
 } // namespace lruc
 
