@@ -23,6 +23,7 @@
 
 #include "lruc/cuda/Schedule.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <array>
@@ -72,23 +73,21 @@ namespace {
 class SizeTable {
 public:
   int32_t indexOf(const std::string &expr) {
-    auto [it, inserted] = indices.try_emplace(expr, int32_t(exprs.size()));
-    if (inserted)
-      exprs.push_back(expr);
-    return it->second;
+    return indices.insert({expr, int32_t(indices.size())}).first->second;
   }
 
   void write(llvm::raw_ostream &os) const {
     os << "/// Size i of the launches and GEMMs at batch B.\n"
           "int64_t gpuSize(int32_t i, int64_t B) {\n  switch (i) {\n";
-    for (auto [i, expr] : llvm::enumerate(exprs))
+    for (const auto &[expr, i] : indices)
       os << "  case " << i << ": return " << expr << ";\n";
     os << "  }\n  (void)B;\n  return 0;\n}\n\n";
   }
 
 private:
-  std::map<std::string, int32_t> indices;
-  std::vector<std::string> exprs;
+  /// In the order first seen.
+  llvm::MapVector<std::string, int32_t, std::map<std::string, unsigned>>
+      indices;
 };
 
 /// An operand's lruc::cuda::schedule::Address.

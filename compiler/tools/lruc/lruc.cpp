@@ -27,7 +27,6 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -219,13 +218,13 @@ void printBuildStats(const lruc::LibraryBuild &build, llvm::raw_ostream &os) {
   double total = 0;
   for (const lruc::LibraryBuild::Step &step : steps)
     total += step.seconds;
-  os << llvm::format("library build: %.2f s, %zu compiler processes, %u at "
-                     "once (LRUC_JOBS), %.2f s of them in all\n",
-                     build.seconds, steps.size(), build.jobs, total);
+  os << llvm::formatv("library build: {0:F2} s, {1} compiler processes, {2} "
+                      "at once (LRUC_JOBS), {3:F2} s of them in all\n",
+                      build.seconds, steps.size(), build.jobs, total);
   for (const lruc::LibraryBuild::Step &step : steps) {
-    os << llvm::format("  %-32s %6.2f s", step.name.c_str(), step.seconds);
+    os << llvm::formatv("  {0,-32} {1,6:F2} s", step.name, step.seconds);
     if (step.name != "link")
-      os << llvm::format("  %8.1f KB of code", step.codeBytes / 1000.0);
+      os << llvm::formatv("  {0,8:F1} KB of code", step.codeBytes / 1000.0);
     os << "\n";
   }
 }
