@@ -241,6 +241,7 @@ public:
         << bodyText << "} // namespace lruc_library\n";
     kernelText.clear();
     bodyText.clear();
+    loopFunctions.clear();
     return success();
   }
 
@@ -372,6 +373,8 @@ private:
   /// into parts of at least `grain` units.
   struct FusedCall {
     std::string kernel, args, units, grain;
+    /// A scan's channels a part (a local of the calling function).
+    std::string block;
     bool scan = false;
     /// What completes the group's sums after the loop (their rows of
     /// partial sums added into the first).
@@ -398,8 +401,8 @@ private:
     os << "  lruc::cpu::parallelFor(" << call.units << ", " << call.grain
        << ", [&](int64_t begin, int64_t end) {\n"
        << before << "    " << call.kernel << "(B, "
-       << (call.scan ? call.kernel + "_block, " : "") << "begin, end"
-       << call.args << ");\n  });\n";
+       << (call.scan ? call.block + ", " : "") << "begin, end" << call.args
+       << ");\n  });\n";
   }
 
   /// A group run as the epilogue of its matmuls (lru.epilogue): each part
@@ -527,9 +530,11 @@ private:
     // exp, GELU and sigmoid of whole layers scalar.
     Block &body = op.getBody().front();
     FusedCall call;
-    std::string &kernel = call.kernel;
-    kernel = "fused" + std::to_string(counter++);
-    emit::FusedBody element(op, "lruc::cpu", counter,
+    // The loop function's names are its own (numbered from zero here), so
+    // that groups that compute the same thing (each layer's) are the same
+    // text, written and compiled once (loopFunctions).
+    unsigned numbering = 0;
+    emit::FusedBody element(op, "lruc::cpu", numbering,
                             emit::FusedBody::ComplexStores::Parts);
     SmallVector<std::string> params;
     llvm::DenseMap<Value, std::string> restricted;
@@ -550,6 +555,12 @@ private:
       buffers.push_back(output(result));
       call.args += ", " + buffers.back();
       outputs.push_back(local);
+    }
+    // Dropout sites are arguments too: layers that differ in them alone
+    // share the function.
+    for (lru::DropoutMaskOp dropout : element.dropouts()) {
+      params.push_back("uint32_t " + siteName(element, dropout));
+      call.args += ", " + std::to_string(dropout.getSite()) + "u";
     }
     const emit::FusedLayout &layout = element.getLayout();
     auto shape = op.getLoopType().getShape();
@@ -602,12 +613,13 @@ private:
       }
       // Parts are (sequence, block of channels): whole rows unless there
       // are fewer sequences than threads (lruc::cpu::scanChannelBlock).
-      os << "  const int64_t " << kernel
-         << "_block = lruc::cpu::scanChannelBlock(B, " << shape[2] << ");\n";
-      call.units = "B * ((" + std::to_string(shape[2]) + " + " + kernel +
-                   "_block - 1) / " + kernel + "_block)";
-      call.grain = "std::max<int64_t>(1, 16384 / (" +
-                   std::to_string(shape[1]) + " * " + kernel + "_block))";
+      call.block = "block" + std::to_string(counter++);
+      os << "  const int64_t " << call.block
+         << " = lruc::cpu::scanChannelBlock(B, " << shape[2] << ");\n";
+      call.units = "B * ((" + std::to_string(shape[2]) + " + " + call.block +
+                   " - 1) / " + call.block + ")";
+      call.grain = "std::max<int64_t>(1, 16384 / (" + std::to_string(shape[1]) +
+                   " * " + call.block + "))";
     } else if (layout.sums) {
       // Parts are chunks of rows, each summed into its row of partial sums.
       call.units = layout.chunks;
@@ -621,8 +633,10 @@ private:
               : "16384";
     }
 
-    llvm::raw_ostream &k = kernelStream;
-    k << "void " << kernel << "(int64_t B, " << (scan ? "int64_t block, " : "")
+    // The function's text after its name.
+    std::string text;
+    llvm::raw_string_ostream k(text);
+    k << "(int64_t B, " << (scan ? "int64_t block, " : "")
       << "int64_t begin, int64_t end";
     for (const std::string &p : params)
       k << ", " << p;
@@ -637,7 +651,7 @@ private:
       // A complex state is kept as two float arrays: GCC vectorises
       // neither a loop that stores std::complex elements nor one over an
       // array of them.
-      state = "state" + std::to_string(counter++);
+      state = "state" + std::to_string(numbering++);
       Value init = scan.getInit();
       std::string initValue =
           init ? element.arrayOf(init) + "[s * " + last + " + j]" : "0.0f";
@@ -713,6 +727,12 @@ private:
             : layout.nested ? "   }\n  }\n}\n\n"
                             : "  }\n}\n\n");
     }
+    auto [function, added] = loopFunctions.try_emplace(text);
+    if (added) {
+      function->second = "fused" + std::to_string(counter++);
+      kernelStream << "void " << function->second << text;
+    }
+    call.kernel = function->second;
     return call;
   }
 
@@ -725,10 +745,17 @@ private:
     for (lru::DropoutMaskOp dropout : element.dropouts()) {
       std::string keep = element.keepName(dropout);
       k << "   uint32_t " << keep << "[" << layout.last << "];\n"
-        << "   lruc::cpu::dropoutKeeps(" << element.keyAndSiteOf(dropout)
-        << ", " << emit::FusedBody::thresholdOf(dropout) << ", o * "
-        << layout.last << ", " << layout.last << ", " << keep << ");\n";
+        << "   lruc::cpu::dropoutKeeps(" << element.arrayOf(dropout.getKey())
+        << ", " << siteName(element, dropout) << ", "
+        << emit::FusedBody::thresholdOf(dropout) << ", o * " << layout.last
+        << ", " << layout.last << ", " << keep << ");\n";
     }
+  }
+
+  /// The loop function's parameter that holds a dropout's site.
+  static std::string siteName(const emit::FusedBody &element,
+                              lru::DropoutMaskOp dropout) {
+    return "site" + std::to_string(element.dropoutIndex(dropout));
   }
 
   /// `if (!call) return false;` for kernels that can fail.
@@ -941,6 +968,8 @@ private:
   // A function is written here, and its fused loops (functions of their
   // own) to kernelText, so that they come before it in its unit.
   std::string bodyText, kernelText;
+  /// The unit's fused loop functions by their text after the name.
+  llvm::StringMap<std::string> loopFunctions;
   llvm::raw_string_ostream bodyStream{bodyText}, kernelStream{kernelText};
   llvm::raw_ostream &os = bodyStream;
   const Layout &layout;

@@ -28,6 +28,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -843,7 +844,8 @@ private:
 
   /// An lru.multi_tensor as one kernel: a grid-stride loop over the
   /// elements of all its groups, each group's elements a range of the flat
-  /// index.
+  /// index, found by a binary search over the ranges (a group per
+  /// parameter: dozens of them).
   LogicalResult emitMultiTensor(lru::MultiTensorOp op) {
     Block &body = op.getBody().front();
     llvm::DenseMap<Value, std::string> outputOf;
@@ -868,25 +870,40 @@ private:
     for (auto &element : elements)
       element->writeConstants(os);
     gridLoop(total, "g");
-    for (auto [k, element, group] :
-         llvm::enumerate(elements, op.getGroups())) {
-      int64_t start = k ? ends[k - 1] : 0;
-      os << "    " << (k ? "else if" : "if") << " (g < " << ends[k]
-         << ") {\n    const int64_t i = g - " << start << ";\n";
-      const FusedLayout &layout = element->getLayout();
+    SmallVector<lru::FusedOp> groups(op.getGroups());
+    // Groups [first, last): g is in their ranges.
+    std::function<LogicalResult(size_t, size_t)> writeGroups =
+        [&](size_t first, size_t last) -> LogicalResult {
+      if (last - first > 1) {
+        size_t middle = (first + last) / 2;
+        os << "    if (g < " << ends[middle - 1] << ") {\n";
+        if (failed(writeGroups(first, middle)))
+          return failure();
+        os << "    } else {\n";
+        if (failed(writeGroups(middle, last)))
+          return failure();
+        os << "    }\n";
+        return success();
+      }
+      os << "    {\n    const int64_t i = g - " << (first ? ends[first - 1] : 0)
+         << ";\n";
+      const FusedLayout &layout = elements[first]->getLayout();
       if (layout.nested)
         os << "    const int64_t o = i / " << layout.last << ", j = i % "
            << layout.last << ";\n    (void)o; (void)j;\n";
       SmallVector<std::string> outputs;
-      for (Value result : group.getResults())
+      for (Value result : groups[first].getResults())
         outputs.push_back(outputOf.lookup(result));
       // No sums here (the verifier): nothing names an accumulator.
-      if (failed(element->writeElement(
+      if (failed(elements[first]->writeElement(
               os, [](StringRef part) { return "state" + part.str(); },
               [](unsigned, StringRef) { return std::string(); }, outputs)))
         return failure();
       os << "    }\n";
-    }
+      return success();
+    };
+    if (failed(writeGroups(0, groups.size())))
+      return failure();
     os << "  }\n}\n\n";
     return success();
   }

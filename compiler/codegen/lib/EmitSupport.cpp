@@ -222,9 +222,13 @@ SmallVector<lru::DropoutMaskOp> FusedBody::dropouts() const {
       group.getBody().front().getOps<lru::DropoutMaskOp>());
 }
 
-std::string FusedBody::keepName(lru::DropoutMaskOp dropout) const {
+unsigned FusedBody::dropoutIndex(lru::DropoutMaskOp dropout) const {
   SmallVector<lru::DropoutMaskOp> all = dropouts();
-  return "keep" + std::to_string(llvm::find(all, dropout) - all.begin());
+  return llvm::find(all, dropout) - all.begin();
+}
+
+std::string FusedBody::keepName(lru::DropoutMaskOp dropout) const {
+  return "keep" + std::to_string(dropoutIndex(dropout));
 }
 
 std::string FusedBody::keyAndSiteOf(lru::DropoutMaskOp dropout) const {

@@ -143,6 +143,8 @@ public:
   /// keep decisions of each (unique in the group's loop).
   llvm::SmallVector<::lru::DropoutMaskOp> dropouts() const;
   std::string keepName(::lru::DropoutMaskOp dropout) const;
+  /// The dropout's place among dropouts() (what keepName numbers).
+  unsigned dropoutIndex(::lru::DropoutMaskOp dropout) const;
   /// A dropout's key array and site, and its threshold (runtime/core's
   /// dropoutThreshold of its rate), as C++ arguments: "in2, 0u" and
   /// "1677722u".

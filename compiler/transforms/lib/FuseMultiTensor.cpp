@@ -1,14 +1,18 @@
 //===- FuseMultiTensor.cpp - Independent groups as one kernel -------------===//
 //
 // The groups whose results only the function returns (AdamW's update of
-// every parameter, a group per parameter shape) are independent of each
-// other and of everything after them, so one kernel can run all of them:
-// they move into one lru.multi_tensor at the place of the last of them.
+// every parameter) are independent of each other and of everything after
+// them, so one kernel can run all of them: they move into one
+// lru.multi_tensor at the place of the last of them, a group per parameter
+// (elementwise fusion made one group of all the updates of a shape; apart,
+// the updates of parameters alike are the same loop, which a backend
+// writes and compiles once).
 // So do @step's groups that read parameters alone (its step constants), at
 // the place of the first of them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GroupRules.h"
 #include "lruc/Transforms/Passes.h"
 
 #include "lru/LRUOps.h"
@@ -18,6 +22,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace lruc {
@@ -78,11 +84,66 @@ lru::MultiTensorOp fuseGroups(ArrayRef<lru::FusedOp> groups, Operation *at) {
   return multi;
 }
 
+/// What a part of a group copies rather than shares with the other parts:
+/// a splat constant, a broadcast of an input (AdamW's step size).
+bool isCopied(Operation *op) {
+  return isa<arith::ConstantOp>(op) ||
+         (isa<lru::BroadcastOp>(op) && isa<BlockArgument>(op->getOperand(0)));
+}
+
+/// `group` as a group per independent part (no value computed in the group
+/// or input read in full links it to another part), in the order of their
+/// first results; `group` alone when it is one part.
+SmallVector<lru::FusedOp> splitIndependentParts(lru::FusedOp group) {
+  Block &body = group.getBody().front();
+  llvm::EquivalenceClasses<Operation *> parts;
+  llvm::DenseMap<Value, Operation *> firstReader;
+  for (Operation &op : body.without_terminator()) {
+    if (isCopied(&op))
+      continue;
+    parts.insert(&op);
+    for (Value operand : op.getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && !isCopied(def))
+        parts.unionSets(&op, def);
+      else if (!def)
+        parts.unionSets(&op,
+                        firstReader.try_emplace(operand, &op).first->second);
+    }
+  }
+  // Each part's result numbers; a result that is an input or a copy
+  // belongs to no part, so the group stays whole.
+  llvm::MapVector<Operation *, SmallVector<unsigned>> resultsOf;
+  for (OpOperand &yielded : body.getTerminator()->getOpOperands()) {
+    Operation *def = yielded.get().getDefiningOp();
+    if (!def || isCopied(def))
+      return {group};
+    resultsOf[parts.getLeaderValue(def)].push_back(yielded.getOperandNumber());
+  }
+  if (resultsOf.size() < 2)
+    return {group};
+  // Each part: a copy of the group that keeps its results alone.
+  SmallVector<lru::FusedOp> split;
+  OpBuilder builder(group);
+  for (auto &[leader, results] : resultsOf) {
+    auto copy = cast<lru::FusedOp>(builder.clone(*group));
+    for (unsigned index : results)
+      group->getResult(index).replaceAllUsesWith(copy->getResult(index));
+    lru::FusedOp part = lruc::group::dropUnreadResults(copy);
+    lruc::group::takeShapesFromLoadedInputs(part);
+    split.push_back(part);
+  }
+  group->erase();
+  return split;
+}
+
 void fuseReturnedGroups(Block &block) {
-  SmallVector<lru::FusedOp> groups;
+  SmallVector<lru::FusedOp> returned, groups;
   for (auto group : block.getOps<lru::FusedOp>())
     if (isReturnedGroup(group))
-      groups.push_back(group);
+      returned.push_back(group);
+  for (lru::FusedOp group : returned)
+    llvm::append_range(groups, splitIndependentParts(group));
   // Each group reads only values defined before it, hence before the last.
   if (groups.size() >= 2)
     fuseGroups(groups, groups.back());

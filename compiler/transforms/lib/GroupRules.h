@@ -40,6 +40,18 @@ inline bool isBatchSized(mlir::Value v) {
   return type && !type.hasStaticShape();
 }
 
+/// Rebuilds `group` without its results that nothing reads (and the body
+/// ops and inputs only they needed) and returns it; a group left with no
+/// result goes (null). (Rematerialize.cpp)
+lru::FusedOp dropUnreadResults(lru::FusedOp group);
+
+/// Makes the broadcasts of `group` that take their shape from an input it
+/// reads for nothing else take it from an input of that shape it loads,
+/// and drops the first: an input read for its shape alone is still an
+/// operand, kept alive by the memory plan and counted in a kernel's bytes.
+/// (Rematerialize.cpp)
+void takeShapesFromLoadedInputs(lru::FusedOp group);
+
 } // namespace lruc::group
 
 #endif // LRUC_TRANSFORMS_GROUPRULES_H

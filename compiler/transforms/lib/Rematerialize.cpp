@@ -334,72 +334,6 @@ bool computeResultsInReader(lru::FusedOp producer, lru::FusedOp reader) {
   return changed;
 }
 
-/// Rebuilds `group` without its results that nothing reads (and the body
-/// ops and inputs only they needed); a group left with no result goes.
-void dropUnreadResults(lru::FusedOp group) {
-  SmallVector<unsigned> kept;
-  for (OpResult result : group->getResults())
-    if (!result.use_empty())
-      kept.push_back(result.getResultNumber());
-  if (kept.size() == group->getNumResults())
-    return;
-  Block &body = group.getBody().front();
-  Operation *yield = body.getTerminator();
-  SmallVector<Value> yielded;
-  SmallVector<Type> types;
-  for (unsigned index : kept) {
-    yielded.push_back(yield->getOperand(index));
-    types.push_back(group->getResult(index).getType());
-  }
-  OpBuilder builder(group);
-  auto rebuilt =
-      builder.create<lru::FusedOp>(group.getLoc(), types, group->getOperands());
-  rebuilt->setAttrs(group->getAttrs());
-  rebuilt.getBody().takeBody(group.getBody());
-  yield->setOperands(yielded);
-  for (auto [index, newResult] : llvm::zip(kept, rebuilt->getResults()))
-    group->getResult(index).replaceAllUsesWith(newResult);
-  group->erase();
-  Block &newBody = rebuilt.getBody().front();
-  SmallVector<Operation *> bodyOps;
-  for (Operation &op : newBody.without_terminator())
-    bodyOps.push_back(&op);
-  for (Operation *op : llvm::reverse(bodyOps))
-    if (op->use_empty())
-      op->erase();
-  for (unsigned index = newBody.getNumArguments(); index-- > 0;)
-    if (newBody.getArgument(index).use_empty()) {
-      newBody.eraseArgument(index);
-      rebuilt->eraseOperand(index);
-    }
-  if (kept.empty())
-    rebuilt->erase();
-}
-
-/// Makes the broadcasts of `group` that take their shape from an input it
-/// reads for nothing else take it from an input of that shape it loads,
-/// and drops the first: an input read for its shape alone is still an
-/// operand, kept alive by the memory plan and counted in a kernel's bytes.
-void takeShapesFromLoadedInputs(lru::FusedOp group) {
-  Block &body = group.getBody().front();
-  for (unsigned index = body.getNumArguments(); index-- > 0;) {
-    BlockArgument argument = body.getArgument(index);
-    if (!readsShapeOnly(argument))
-      continue;
-    auto shape = cast<ShapedType>(argument.getType()).getShape();
-    auto loaded = llvm::find_if(body.getArguments(), [&](BlockArgument other) {
-      return other != argument && !other.use_empty() &&
-             !readsShapeOnly(other) &&
-             cast<ShapedType>(other.getType()).getShape() == shape;
-    });
-    if (loaded == body.args_end())
-      continue;
-    argument.replaceAllUsesWith(*loaded);
-    body.eraseArgument(index);
-    group->eraseOperand(index);
-  }
-}
-
 /// Moves a lone lru.shift into the scan groups that read it per element
 /// over the same sequences (the backward pass's previous states, for the
 /// gradient of λ): their loop walks time, so the previous step is a read
@@ -456,7 +390,7 @@ struct RematerializePass
       }
       for (lru::FusedOp reader : readers)
         computeResultsInReader(group, reader);
-      dropUnreadResults(group);
+      lruc::group::dropUnreadResults(group);
     }
     groups.clear();
     getOperation().walk([&](lru::FusedOp group) {
@@ -464,12 +398,12 @@ struct RematerializePass
         groups.push_back(group);
     });
     for (lru::FusedOp group : groups)
-      takeShapesFromLoadedInputs(group);
+      lruc::group::takeShapesFromLoadedInputs(group);
     // A later group computing a value again may have left an earlier
     // group's result unread after that group was visited: last first, so
     // that a group dropping an input before its producer is visited.
     for (lru::FusedOp group : llvm::reverse(groups))
-      dropUnreadResults(group);
+      lruc::group::dropUnreadResults(group);
     SmallVector<lru::ShiftOp> shifts;
     getOperation().walk([&](lru::ShiftOp shift) {
       if (isa<func::FuncOp>(shift->getParentOp()))
@@ -481,3 +415,68 @@ struct RematerializePass
 };
 
 } // namespace
+
+// Declared in GroupRules.h: the fusion passes share it.
+lru::FusedOp lruc::group::dropUnreadResults(lru::FusedOp group) {
+  SmallVector<unsigned> kept;
+  for (OpResult result : group->getResults())
+    if (!result.use_empty())
+      kept.push_back(result.getResultNumber());
+  if (kept.size() == group->getNumResults())
+    return group;
+  Block &body = group.getBody().front();
+  Operation *yield = body.getTerminator();
+  SmallVector<Value> yielded;
+  SmallVector<Type> types;
+  for (unsigned index : kept) {
+    yielded.push_back(yield->getOperand(index));
+    types.push_back(group->getResult(index).getType());
+  }
+  OpBuilder builder(group);
+  auto rebuilt =
+      builder.create<lru::FusedOp>(group.getLoc(), types, group->getOperands());
+  rebuilt->setAttrs(group->getAttrs());
+  rebuilt.getBody().takeBody(group.getBody());
+  yield->setOperands(yielded);
+  for (auto [index, newResult] : llvm::zip(kept, rebuilt->getResults()))
+    group->getResult(index).replaceAllUsesWith(newResult);
+  group->erase();
+  Block &newBody = rebuilt.getBody().front();
+  SmallVector<Operation *> bodyOps;
+  for (Operation &op : newBody.without_terminator())
+    bodyOps.push_back(&op);
+  for (Operation *op : llvm::reverse(bodyOps))
+    if (op->use_empty())
+      op->erase();
+  for (unsigned index = newBody.getNumArguments(); index-- > 0;)
+    if (newBody.getArgument(index).use_empty()) {
+      newBody.eraseArgument(index);
+      rebuilt->eraseOperand(index);
+    }
+  if (kept.empty()) {
+    rebuilt->erase();
+    return nullptr;
+  }
+  return rebuilt;
+}
+
+// Declared in GroupRules.h.
+void lruc::group::takeShapesFromLoadedInputs(lru::FusedOp group) {
+  Block &body = group.getBody().front();
+  for (unsigned index = body.getNumArguments(); index-- > 0;) {
+    BlockArgument argument = body.getArgument(index);
+    if (!readsShapeOnly(argument))
+      continue;
+    auto shape = cast<ShapedType>(argument.getType()).getShape();
+    auto loaded = llvm::find_if(body.getArguments(), [&](BlockArgument other) {
+      return other != argument && !other.use_empty() &&
+             !readsShapeOnly(other) &&
+             cast<ShapedType>(other.getType()).getShape() == shape;
+    });
+    if (loaded == body.args_end())
+      continue;
+    argument.replaceAllUsesWith(*loaded);
+    body.eraseArgument(index);
+    group->eraseOperand(index);
+  }
+}
