@@ -34,8 +34,9 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -146,9 +147,13 @@ public:
 
   const std::vector<ProfiledOp> &profiledOps() const { return profiled; }
 
-  /// Writes `func`'s unit of the library: its fused loops (internal to the
-  /// unit), then `lruc_library::run_<name>`, which the model unit calls.
-  LogicalResult emit(func::FuncOp func, llvm::raw_ostream &out) {
+  /// Writes `func`'s unit of the library to `out`: the declarations of the
+  /// fused loops it calls, then `lruc_library::run_<name>`, which the model
+  /// unit calls; and to `loops` the loops no function before it called
+  /// (every loop function is defined once a library: the loops' units are
+  /// compiled for speed, the functions' for a quick build).
+  LogicalResult emit(func::FuncOp func, llvm::raw_ostream &out,
+                     llvm::raw_ostream &loops) {
     os << "// @" << func.getSymName() << "\n";
     os << "bool run_" << func.getSymName()
        << "(int64_t B, const float *params, const float *state,\n"
@@ -235,13 +240,17 @@ public:
     if (stepConstants)
       os << "  if (!constants.current())\n    constants.computed();\n";
     os << "  return true;\n}\n\n";
-    // The function's fused loops first, then the function.
-    out << "namespace {\n\n"
-        << kernelText << "} // namespace\n\nnamespace lruc_library {\n\n"
-        << bodyText << "} // namespace lruc_library\n";
+    out << "namespace lruc_library {\n\n";
+    for (StringRef declaration : loopDeclarations)
+      out << declaration << ";\n";
+    out << (loopDeclarations.empty() ? "" : "\n") << bodyText
+        << "} // namespace lruc_library\n";
+    if (!kernelText.empty())
+      loops << "namespace lruc_library {\n\n"
+            << kernelText << "} // namespace lruc_library\n";
     kernelText.clear();
     bodyText.clear();
-    loopFunctions.clear();
+    loopDeclarations.clear();
     return success();
   }
 
@@ -531,8 +540,9 @@ private:
     Block &body = op.getBody().front();
     FusedCall call;
     // The loop function's names are its own (numbered from zero here), so
-    // that groups that compute the same thing (each layer's) are the same
-    // text, written and compiled once (loopFunctions).
+    // that groups that compute the same thing (each layer's, in each IR
+    // function) are the same text, written and compiled once
+    // (loopFunctions).
     unsigned numbering = 0;
     emit::FusedBody element(op, "lruc::cpu", numbering,
                             emit::FusedBody::ComplexStores::Parts);
@@ -728,11 +738,15 @@ private:
                             : "  }\n}\n\n");
     }
     auto [function, added] = loopFunctions.try_emplace(text);
+    LoopFunction &loop = function->second;
     if (added) {
-      function->second = "fused" + std::to_string(counter++);
-      kernelStream << "void " << function->second << text;
+      loop.name = "fused" + std::to_string(counter++);
+      loop.declaration =
+          "void " + loop.name + text.substr(0, text.find(" {\n"));
+      kernelStream << "void " << loop.name << text;
     }
-    call.kernel = function->second;
+    call.kernel = loop.name;
+    loopDeclarations.insert(loop.declaration);
     return call;
   }
 
@@ -965,11 +979,16 @@ private:
         });
   }
 
-  // A function is written here, and its fused loops (functions of their
-  // own) to kernelText, so that they come before it in its unit.
+  // A function is written here, and the fused loops (functions of their
+  // own) that it is the first to call to kernelText.
   std::string bodyText, kernelText;
-  /// The unit's fused loop functions by their text after the name.
-  llvm::StringMap<std::string> loopFunctions;
+  struct LoopFunction {
+    std::string name, declaration;
+  };
+  /// The library's fused loop functions by their text after the name.
+  llvm::StringMap<LoopFunction> loopFunctions;
+  /// The declarations of those the function calls.
+  llvm::SetVector<StringRef> loopDeclarations;
   llvm::raw_string_ostream bodyStream{bodyText}, kernelStream{kernelText};
   llvm::raw_ostream &os = bodyStream;
   const Layout &layout;
@@ -1526,14 +1545,19 @@ void profileAdd(int op, std::chrono::steady_clock::time_point start,
     os << kGuarded << "\n} // namespace\n";
   }
 
-  // A unit per IR function.
+  // A unit per IR function, and one of the loops it is the first to call.
   FunctionEmitter functions(layout, options.profile);
   for (func::FuncOp func : emitted) {
-    LibrarySource::Unit &unit = source.units.emplace_back();
-    unit.name = func.getSymName().str();
-    llvm::raw_string_ostream out(unit.text);
-    if (failed(functions.emit(func, out)))
+    LibrarySource::Unit body, loops;
+    body.name = func.getSymName().str();
+    body.light = true;
+    loops.name = body.name + "_loops";
+    llvm::raw_string_ostream out(body.text), loopsOut(loops.text);
+    if (failed(functions.emit(func, out, loopsOut)))
       return failure();
+    source.units.push_back(std::move(body));
+    if (!loops.text.empty())
+      source.units.push_back(std::move(loops));
   }
 
   // The model unit: the tables and the C ABI.
@@ -1803,7 +1827,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 }
 )cpp";
   os.flush();
-  source.units.push_back({"model", std::move(modelText), /*light=*/false});
+  source.units.push_back({"model", std::move(modelText), /*light=*/true});
   if (!options.embedCuda)
     return success();
 

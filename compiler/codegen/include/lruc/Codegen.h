@@ -78,11 +78,16 @@ struct CppOptions {
 /// source as well (what `print` writes).
 struct LibrarySource {
   struct Unit {
-    std::string name; ///< what it holds ("backward", "model", "gpu")
+    /// What it holds ("backward": the IR function; "backward_loops": the
+    /// fused loops that it calls first; "model", "gpu").
+    std::string name;
     std::string text; ///< what follows the prelude in its source file
-    /// Host code whose speed does not matter (the GPU unit: its schedule's
-    /// tables and the entry points that hand them to the runtime), built
-    /// with HostCompiler::lightFlags.
+    /// Host code whose speed does not matter, built with
+    /// HostCompiler::lightFlags: what orders the work (an IR function's
+    /// calls of its loops and of the runtime's kernels), the tables and the
+    /// C ABI of the model unit, the GPU unit (its schedule's tables and the
+    /// entry points that hand them to the runtime). The loops, where the
+    /// time goes, are built with `flags`.
     bool light = false;
     /// Bytes of `text` that are data the compiler only copies (the CUDA
     /// source as one string literal): not part of its compile time, which

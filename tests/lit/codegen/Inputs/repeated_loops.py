@@ -1,6 +1,6 @@
-"""Fails if a unit of an --emit=cpp output defines two loop functions that
-differ only in the names of their temporaries and in their dropouts' sites
-(which the emitter writes as one function)."""
+"""Fails if an --emit=cpp output defines two loop functions that differ
+only in the names of their temporaries and in their dropouts' sites (which
+the emitter writes as one function), or one function twice."""
 import re
 import sys
 
@@ -18,12 +18,10 @@ def canonical(function):
 
 
 text = open(sys.argv[1]).read()
-units = re.split(r"// ===== unit '([^']+)'.*\n", text)
-for name, body in zip(units[1::2], units[2::2]):
-    seen = {}
-    for function, rest in re.findall(r"\nvoid (fused\d+)(\(.*?\n\}\n)", body, re.S):
-        key = canonical(rest)
-        if key in seen:
-            sys.exit(f"unit {name}: {function} is {seen[key]} again")
-        seen[key] = function
+seen = {}
+for function, rest in re.findall(r"\nvoid (fused\d+)(\(.*?\n\}\n)", text, re.S):
+    key = canonical(rest)
+    if key in seen:
+        sys.exit(f"{function} is {seen[key]} again")
+    seen[key] = function
 print("ok")
