@@ -357,17 +357,22 @@ int main(int argc, char **argv) try {
     lruc::cuda::Device::GemmTimes gemms;
     if (!device->kernelTimes(ms, launches, gemms, error))
       throw std::runtime_error(error);
+    // A kernel's bytes in the call: each of its launches' (the layers that
+    // run one kernel move arrays of the same shapes).
+    auto moved = [&](int k) {
+      return bytesOf(k) * double(launches[size_t(k)]);
+    };
     double scanMs = 0, scanBytes = 0, allMs = 0, otherBytes = 0;
     std::vector<int> scans, others;
     for (int k = 0; k < g->num_kernels; ++k) {
       if (!launches[size_t(k)])
         continue;
       allMs += ms[size_t(k)];
-      const double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
+      const double rate = moved(k) / (ms[size_t(k)] * 1e-3);
       char row[256];
       std::snprintf(row, sizeof row, "%s,%s,%lld,%.6f,%.0f,%.1f,%.4f\n", what,
                     g->kernels[k], (long long)launches[size_t(k)],
-                    ms[size_t(k)], bytesOf(k), rate / 1e9, rate / bandwidth);
+                    ms[size_t(k)], moved(k), rate / 1e9, rate / bandwidth);
       csv += row;
       // A scan group's kernel is FUNCTION_OP_scan (not the chain's reset,
       // FUNCTION_scan_chain_reset, which moves no arrays).
@@ -375,10 +380,10 @@ int main(int argc, char **argv) try {
       if (name.size() > 5 && name.compare(name.size() - 5, 5, "_scan") == 0) {
         scans.push_back(k);
         scanMs += ms[size_t(k)];
-        scanBytes += bytesOf(k);
+        scanBytes += moved(k);
       } else {
         others.push_back(k);
-        otherBytes += bytesOf(k);
+        otherBytes += moved(k);
       }
     }
     // Where the time goes: lruc's kernels and cuBLAS's GEMMs (each timed
@@ -408,7 +413,7 @@ int main(int argc, char **argv) try {
                 [&](int a, int b) { return ms[size_t(a)] > ms[size_t(b)]; });
       for (size_t n = 0; n < kernels.size() && n < 8; ++n) {
         int k = kernels[n];
-        double rate = bytesOf(k) / (ms[size_t(k)] * 1e-3);
+        double rate = moved(k) / (ms[size_t(k)] * 1e-3);
         std::printf("    %-28s %8.3f ms  %7.0f GB/s  %5.1f%% of copy\n",
                     g->kernels[k], ms[size_t(k)], rate / 1e9,
                     100 * rate / bandwidth);

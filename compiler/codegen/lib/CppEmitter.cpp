@@ -1298,21 +1298,17 @@ LogicalResult writeGpuEntryPoints(const std::vector<CudaFunctionPlan> &plans,
           },
           os)))
     return failure();
+  // A kernel's bytes are those of each of its launches (one text: the
+  // same arrays' shapes).
+  const std::vector<const CudaLaunch *> kernels = firstLaunches(plans);
   os << "const char *const kGpuKernels[] = {";
-  int32_t kernels = 0;
-  for (const CudaFunctionPlan &plan : plans)
-    for (const CudaLaunch &launch : plan.launches)
-      if (!launch.isGemm())
-        os << (kernels++ ? ", " : "") << quoted(launch.kernel);
+  for (auto [k, launch] : llvm::enumerate(kernels))
+    os << (k ? ", " : "") << quoted(launch->kernel);
   os << "};\n\nconst int64_t kGpuKernelBytes[] = {";
-  bool first = true;
-  for (const CudaFunctionPlan &plan : plans)
-    for (const CudaLaunch &launch : plan.launches)
-      if (!launch.isGemm()) {
-        KernelBytes bytes = kernelBytes(launch);
-        os << (first ? "" : ", ") << bytes.perExample << ", " << bytes.fixed;
-        first = false;
-      }
+  for (auto [k, launch] : llvm::enumerate(kernels)) {
+    KernelBytes bytes = kernelBytes(*launch);
+    os << (k ? ", " : "") << bytes.perExample << ", " << bytes.fixed;
+  }
   os << "};\n\n";
   os << R"cpp(int gpu_forward(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
     const float *params, const float *state, const void *const *inputs,
@@ -1399,7 +1395,7 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
 )cpp";
   os << "const lruc_gpu_model kGpuModel = {\n"
         "  LRUC_GPU_ABI_VERSION, sizeof(lruc_gpu_model), "
-     << kernels
+     << kernels.size()
      << ", kGpuKernels,\n"
         "  gpuWorkspaceBytes, gpu_forward, gpu_forward_train, gpu_backward,\n"
         "  gpu_train_step, "

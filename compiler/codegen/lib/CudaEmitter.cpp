@@ -46,9 +46,12 @@ constexpr const char kPrelude[] =
 
 class CudaFunctionEmitter {
 public:
-  CudaFunctionEmitter(llvm::raw_ostream &os, unsigned &counter,
+  /// `kernels`: the module's kernels so far by their text (the name as
+  /// `@`), which a kernel of the same text runs instead of a copy.
+  CudaFunctionEmitter(llvm::raw_ostream &out, unsigned &counter,
+                      llvm::StringMap<std::string> &kernels,
                       const CudaOptions &options)
-      : os(os), counter(counter), options(options) {}
+      : out(out), counter(counter), kernels(kernels), options(options) {}
 
   LogicalResult emit(func::FuncOp func, CudaFunctionPlan &plan) {
     prefix = func.getSymName().str();
@@ -65,18 +68,60 @@ public:
     plan.shadows.assign(storage.shadowed().begin(), storage.shadowed().end());
     if (!plan.shadows.empty())
       emitShadows(plan.shadows);
+    writeOpKernels(0);
     int index = 0;
     for (Operation &op : func.getBody().front()) {
       opIndex = index++;
       current = &launches;
+      const size_t first = launches.size();
       if (failed(emitOp(&op)))
         return failure();
+      writeOpKernels(first);
     }
     emitResultsCopy(cast<func::ReturnOp>(func.getBody().front().getTerminator()));
+    out << pending;
+    pending.clear();
     return success();
   }
 
 private:
+  /// Writes the kernels the launches from `first` on run, each but one
+  /// of the same text as a kernel written before (another layer's, another
+  /// function's), whose name the launch takes instead. A kernel that
+  /// reports bad data names its op in its code: always its own.
+  void writeOpKernels(size_t first) {
+    constexpr StringLiteral kStart = "extern \"C\" __global__ void ";
+    StringRef text = pending;
+    SmallVector<CudaLaunch *> launches;
+    for (size_t i = first; i < current->size(); ++i)
+      if (!(*current)[i].isGemm())
+        launches.push_back(&(*current)[i]);
+    SmallVector<StringRef> pieces;
+    for (size_t at = text.find(kStart); at != StringRef::npos;) {
+      size_t next = text.find(kStart, at + kStart.size());
+      pieces.push_back(text.slice(at, next));
+      at = next;
+    }
+    // Each launch's kernel, whole: otherwise the op's text as it is.
+    if (pieces.size() != launches.size() ||
+        (!pieces.empty() && pieces.front().data() != text.data())) {
+      out << text;
+      pending.clear();
+      return;
+    }
+    for (auto [piece, launch] : llvm::zip(pieces, launches)) {
+      std::string key = piece.str();
+      size_t name = key.find(launch->kernel);
+      key.replace(name, launch->kernel.size(), "@");
+      auto [known, added] = kernels.try_emplace(key, launch->kernel);
+      if (added || launch->reports)
+        out << piece;
+      else
+        launch->kernel = known->second;
+    }
+    pending.clear();
+  }
+
   /// Items (a chunk of a sequence's steps and 32 of its channels: a block)
   /// per example of the function's largest chunked scan, 0 without one:
   /// what its scan chain holds (lruc::gpu::ScanChain).
@@ -252,6 +297,9 @@ private:
       param(v, false, n);
     current->push_back(std::move(launch));
     os << ") {\n  (void)B; (void)status;\n";
+    // Names of the kernel's own: the same code in another layer is the
+    // same text (writeOpKernels).
+    counter = 0;
   }
 
   /// `lruc::gpu::report(status, <op>, <index>, <value>);` in the current
@@ -1384,8 +1432,13 @@ private:
         });
   }
 
-  llvm::raw_ostream &os;
+  /// The module's source; each op's kernels are written to `os` first
+  /// (`pending`), then to `out` unless the module has them (writeOpKernels).
+  llvm::raw_ostream &out;
+  std::string pending;
+  llvm::raw_string_ostream os{pending};
   unsigned &counter;
+  llvm::StringMap<std::string> &kernels;
   /// Items per example of the function's scan chain (scanChainItems).
   int64_t chainItems = 0;
   const CudaOptions &options;
@@ -1405,11 +1458,7 @@ private:
 void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
                      llvm::raw_ostream &os) {
   os << "\n#ifdef LRUC_GPU_SIMULATE\nnamespace {\n";
-  std::vector<const CudaLaunch *> kernels;
-  for (const CudaFunctionPlan &plan : plans)
-    for (const CudaLaunch &l : plan.launches)
-      if (!l.isGemm())
-        kernels.push_back(&l);
+  std::vector<const CudaLaunch *> kernels = firstLaunches(plans);
   for (const CudaLaunch *l : kernels) {
     os << "void sim" << l->index << "(void **a) {\n  " << l->kernel
        << "(*static_cast<int64_t *>(a[0]), "
@@ -1431,9 +1480,9 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
   for (const CudaLaunch *l : kernels)
     os << "sim" << l->index << ", ";
   os << "simFewRows};\n} // namespace\n\n"
-     << "// The running thread (lruc_sim_now) of kernel `kernel`, its place in "
-        "the\n// launch plan (cuBLAS calls not counted), or past its end the "
-        "prelude's.\n"
+     << "// The running thread (lruc_sim_now) of kernel `kernel` (its index "
+        "among the\n// source's kernels, which launches share), or past its "
+        "end the prelude's.\n"
      << "extern \"C\" __attribute__((visibility(\"default\"))) void\n"
         "lruc_sim_run(int32_t kernel, void **args) {\n"
      << "  kSimKernels[kernel](args);\n}\n\n"
@@ -1503,6 +1552,16 @@ void batchGemmPairs(CudaFunctionPlan &plan) {
 
 } // namespace
 
+std::vector<const CudaLaunch *>
+firstLaunches(const std::vector<CudaFunctionPlan> &plans) {
+  std::vector<const CudaLaunch *> kernels;
+  for (const CudaFunctionPlan &plan : plans)
+    for (const CudaLaunch &l : plan.launches)
+      if (!l.isGemm() && l.index == int32_t(kernels.size()))
+        kernels.push_back(&l);
+  return kernels;
+}
+
 FailureOr<std::vector<CudaFunctionPlan>>
 writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
                 const CudaOptions &options) {
@@ -1513,6 +1572,7 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
      << "'. Do not edit.\n"
      << kPrelude << "\nusing lruc::gpu::cfloat;\n\n";
   unsigned counter = 0;
+  llvm::StringMap<std::string> kernelsByText;
   std::vector<CudaFunctionPlan> plans;
   for (StringRef name : kCudaFunctions) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
@@ -1521,16 +1581,20 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     os << "// @" << name << "\n\n";
     plans.emplace_back();
     plans.back().func = func;
-    CudaFunctionEmitter emitter(os, counter, options);
+    CudaFunctionEmitter emitter(os, counter, kernelsByText, options);
     if (failed(emitter.emit(func, plans.back())))
       return failure();
     batchGemmPairs(plans.back());
   }
-  int32_t kernels = 0;
+  // A kernel's index: its place among the module's kernels, which several
+  // launches may share (writeOpKernels).
+  llvm::StringMap<int32_t> indexOf;
   for (CudaFunctionPlan &plan : plans)
     for (CudaLaunch &launch : plan.launches)
       if (!launch.isGemm())
-        launch.index = kernels++;
+        launch.index =
+            indexOf.try_emplace(launch.kernel, int32_t(indexOf.size()))
+                .first->second;
   // The launch plan: what the host schedule runs, in order (a kernel per
   // line: its name, then threads wanted, or blocks for a block reduction,
   // as C++ of B, at kCudaBlockThreads threads a block unless it says).

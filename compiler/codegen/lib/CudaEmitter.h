@@ -73,8 +73,9 @@ struct CudaLaunch {
   /// GEMM which of its lhs, rhs and product; empty for the results kernel
   /// (fp32 throughout).
   llvm::SmallVector<bool> bf16Operands;
-  /// Its number among the source's kernels (what lruc_gpu_ops::launch
-  /// gets, and the simulator's table), -1 for a GEMM.
+  /// Its kernel's number among the source's kernels (what
+  /// lruc_gpu_ops::launch gets, and the simulator's table; launches of one
+  /// kernel share it), -1 for a GEMM.
   int32_t index = -1;
   /// It records bad data in the status block (lruc::gpu::report).
   bool reports = false;
@@ -117,6 +118,10 @@ struct CudaFunctionPlan {
   /// status block), 0 without chunked scans.
   int64_t scanChainItems = 0;
 };
+
+/// The first launch of each of the source's kernels, in kernel index order.
+std::vector<const CudaLaunch *>
+firstLaunches(const std::vector<CudaFunctionPlan> &plans);
 
 /// Writes emitCuda's source to `os` and returns each function's launches.
 mlir::FailureOr<std::vector<CudaFunctionPlan>>
