@@ -48,10 +48,10 @@ class CudaFunctionEmitter {
 public:
   /// `kernels`: the module's kernels so far by their text (the name as
   /// `@`), which a kernel of the same text runs instead of a copy.
-  CudaFunctionEmitter(llvm::raw_ostream &out, unsigned &counter,
+  CudaFunctionEmitter(llvm::raw_ostream &out,
                       llvm::StringMap<std::string> &kernels,
                       const CudaOptions &options)
-      : out(out), counter(counter), kernels(kernels), options(options) {}
+      : out(out), kernels(kernels), options(options) {}
 
   LogicalResult emit(func::FuncOp func, CudaFunctionPlan &plan) {
     prefix = func.getSymName().str();
@@ -1437,7 +1437,8 @@ private:
   llvm::raw_ostream &out;
   std::string pending;
   llvm::raw_string_ostream os{pending};
-  unsigned &counter;
+  /// Numbers the current kernel's temporaries (from zero in each).
+  unsigned counter = 0;
   llvm::StringMap<std::string> &kernels;
   /// Items per example of the function's scan chain (scanChainItems).
   int64_t chainItems = 0;
@@ -1571,7 +1572,6 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
              : StringRef("model"))
      << "'. Do not edit.\n"
      << kPrelude << "\nusing lruc::gpu::cfloat;\n\n";
-  unsigned counter = 0;
   llvm::StringMap<std::string> kernelsByText;
   std::vector<CudaFunctionPlan> plans;
   for (StringRef name : kCudaFunctions) {
@@ -1581,7 +1581,7 @@ writeCudaSource(ModuleOp module, llvm::raw_ostream &os,
     os << "// @" << name << "\n\n";
     plans.emplace_back();
     plans.back().func = func;
-    CudaFunctionEmitter emitter(os, counter, kernelsByText, options);
+    CudaFunctionEmitter emitter(os, kernelsByText, options);
     if (failed(emitter.emit(func, plans.back())))
       return failure();
     batchGemmPairs(plans.back());

@@ -87,8 +87,10 @@ lru::MultiTensorOp fuseGroups(ArrayRef<lru::FusedOp> groups, Operation *at) {
 /// What a part of a group copies rather than shares with the other parts:
 /// a splat constant, a broadcast of an input (AdamW's step size).
 bool isCopied(Operation *op) {
-  return isa<arith::ConstantOp>(op) ||
-         (isa<lru::BroadcastOp>(op) && isa<BlockArgument>(op->getOperand(0)));
+  if (isa<lru::BroadcastOp>(op))
+    return isa<BlockArgument>(op->getOperand(0));
+  return op->getNumResults() == 1 &&
+         lruc::group::isSplatConstant(op->getResult(0));
 }
 
 /// `group` as a group per independent part (no value computed in the group
