@@ -32,6 +32,8 @@ struct LaunchCall {
   int32_t threads, blockPerOutput;
   int64_t batch;
   void *status;
+  int32_t op;
+  std::vector<uint32_t> sites;
   std::vector<void *> operands;
 };
 
@@ -56,6 +58,7 @@ struct Recorder {
   std::vector<CopyCall> copies;
   std::vector<const void *> deferred;
   int32_t launchOperands = 0;    ///< how many operand pointers a launch reads
+  std::vector<int32_t> launchSites; ///< how many sites each launch reads
   int failLaunch = 0;            ///< the launch's return code
   Status report = {-1, 0, 0, 0}; ///< what the kernels "write"
 
@@ -71,9 +74,14 @@ struct Recorder {
                       blockPerOutput,
                       *static_cast<int64_t *>(args[0]),
                       *static_cast<void **>(args[1]),
+                      *static_cast<int32_t *>(args[2]),
+                      {},
                       {}};
+      const int32_t sites = r->launchSites.at(r->launches.size());
+      for (int32_t i = 0; i < sites; ++i)
+        call.sites.push_back(*static_cast<uint32_t *>(args[3 + i]));
       for (int32_t i = 0; i < r->launchOperands; ++i)
-        call.operands.push_back(*static_cast<void **>(args[2 + i]));
+        call.operands.push_back(*static_cast<void **>(args[3 + sites + i]));
       std::memcpy(call.status, &r->report, sizeof r->report);
       r->launches.push_back(call);
       return r->failLaunch;
@@ -139,10 +147,11 @@ const Address kOperands[] = {
     {Params, 0, 0, 64},
     {Workspace, 0, 16, 32},
 };
+const uint32_t kSites[] = {3, 8};
 const Launch kLaunches[] = {
-    {1, 0, 0, 64, 2, 0, 6},  // grid-stride, at most 2 blocks
-    {2, 2, 1, 128, 0, 0, 6}, // a block per output: 4 blocks
-    {0, 3, 0, 256, 0, 0, 6}, // nothing to do: not launched
+    {1, 0, 0, 64, 2, 5, 0, 2, 0, 6},   // grid-stride, at most 2 blocks
+    {2, 2, 1, 128, 0, 7, 2, 0, 0, 6},  // a block per output: 4 blocks
+    {0, 3, 0, 256, 0, -1, 2, 0, 0, 6}, // nothing to do: not launched
 };
 const Gemm kGemms[] = {
     {0, 1, 1, 2, 2, 2, 2, 2, LRUC_GPU_F32, LRUC_GPU_F32, 2, 6}};
@@ -150,9 +159,9 @@ const Step kSteps[] = {
     {LaunchStep, 0}, {GemmStep, 0}, {LaunchStep, 1}, {LaunchStep, 2}};
 
 constexpr int64_t kChainItems = 3;
-const Function kFunction = {
-    "f",    sizes, {8, 32},   kChainItems, 128,       kCopies,  1,
-    kSteps, 4,     kLaunches, kGemms,      kOperands, kReports, 1};
+const Function kFunction = {"f",     sizes,     {8, 32}, kChainItems, 128,
+                            kCopies, 1,         kSteps,  4,           kLaunches,
+                            kGemms,  kOperands, kSites,  kReports,    1};
 
 TEST(GpuSchedule, ScanChainBytes) {
   EXPECT_EQ(scanChainBytes(0, 5), 0);
@@ -181,6 +190,7 @@ struct Call {
 
   bool run(Recorder &recorder, bool defer = false) {
     recorder.launchOperands = 6;
+    recorder.launchSites = {2, 0};
     const lruc_gpu_ops ops = recorder.ops(defer);
     return lruc::cuda::schedule::run(kFunction, kKernels, &ops,
                                      workspace.data(), B, params, state, args,
@@ -217,6 +227,8 @@ TEST(GpuSchedule, RunsTheStepsInOrderOnTheLayout) {
   EXPECT_EQ(grid.blockPerOutput, 0);
   EXPECT_EQ(grid.batch, Call::B);
   EXPECT_EQ(grid.status, call.status());
+  EXPECT_EQ(grid.op, 5);
+  EXPECT_EQ(grid.sites, (std::vector<uint32_t>{3, 8}));
   std::vector<void *> expected = {call.ws() + 8 * Call::B + 16,
                                   call.scalars() + 64,
                                   reinterpret_cast<char *>(call.params) + 12,
@@ -228,6 +240,8 @@ TEST(GpuSchedule, RunsTheStepsInOrderOnTheLayout) {
   EXPECT_EQ(perOutput.kernel, 2);
   EXPECT_EQ(perOutput.blocks, 4);
   EXPECT_EQ(perOutput.blockPerOutput, 1);
+  EXPECT_EQ(perOutput.op, 7);
+  EXPECT_TRUE(perOutput.sites.empty());
 
   // One call of two products: the second's operands as strides.
   ASSERT_EQ(recorder.gemms.size(), 1u);

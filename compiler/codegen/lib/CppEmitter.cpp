@@ -569,7 +569,7 @@ private:
     // Dropout sites are arguments too: layers that differ in them alone
     // share the function.
     for (lru::DropoutMaskOp dropout : element.dropouts()) {
-      params.push_back("uint32_t " + siteName(element, dropout));
+      params.push_back("uint32_t " + element.siteName(dropout));
       call.args += ", " + std::to_string(dropout.getSite()) + "u";
     }
     const emit::FusedLayout &layout = element.getLayout();
@@ -760,16 +760,10 @@ private:
       std::string keep = element.keepName(dropout);
       k << "   uint32_t " << keep << "[" << layout.last << "];\n"
         << "   lruc::cpu::dropoutKeeps(" << element.arrayOf(dropout.getKey())
-        << ", " << siteName(element, dropout) << ", "
+        << ", " << element.siteName(dropout) << ", "
         << emit::FusedBody::thresholdOf(dropout) << ", o * " << layout.last
         << ", " << layout.last << ", " << keep << ");\n";
     }
-  }
-
-  /// The loop function's parameter that holds a dropout's site.
-  static std::string siteName(const emit::FusedBody &element,
-                              lru::DropoutMaskOp dropout) {
-    return "site" + std::to_string(element.dropoutIndex(dropout));
   }
 
   /// `if (!call) return false;` for kernels that can fail.

@@ -87,8 +87,9 @@ public:
 private:
   /// Writes the kernels the launches from `first` on run, each but one
   /// of the same text as a kernel written before (another layer's, another
-  /// function's), whose name the launch takes instead. A kernel that
-  /// reports bad data names its op in its code: always its own.
+  /// function's), whose name the launch takes instead. What differs between
+  /// layers' kernels otherwise, the op a report names and the dropouts'
+  /// sites, they take as arguments.
   void writeOpKernels(size_t first) {
     constexpr StringLiteral kStart = "extern \"C\" __global__ void ";
     StringRef text = pending;
@@ -114,7 +115,7 @@ private:
       size_t name = key.find(launch->kernel);
       key.replace(name, launch->kernel.size(), "@");
       auto [known, added] = kernels.try_emplace(key, launch->kernel);
-      if (added || launch->reports)
+      if (added)
         out << piece;
       else
         launch->kernel = known->second;
@@ -146,8 +147,7 @@ private:
     std::string items = "B * " + std::to_string(chainItems);
     CudaLaunch launch{name, items, false, nullptr, {}, {}};
     current->push_back(std::move(launch));
-    os << "extern \"C\" __global__ void " << name
-       << "(int64_t B, lruc::gpu::Status *status) {\n"
+    os << signature(name) << ") {\n  (void)op;\n"
        << "  const lruc::gpu::ScanChain chain = lruc::gpu::scanChain(status, "
        << items << ");\n";
     gridLoop(items);
@@ -166,8 +166,7 @@ private:
     CudaLaunch launch{name, std::to_string(most), false, nullptr, {}, {}};
     llvm::append_range(launch.operands, parameters);
     launch.copiesShadows = true;
-    os << "extern \"C\" __global__ void " << name
-       << "(int64_t B, lruc::gpu::Status *status";
+    os << signature(name);
     for (size_t n = 0; n < parameters.size(); ++n) {
       launch.parameterTypes.push_back("const float *");
       os << ", const float *__restrict in" << n;
@@ -177,7 +176,7 @@ private:
       os << ", lruc::gpu::bf16 *__restrict out" << n;
     }
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status;\n";
+    os << ") {\n  (void)B; (void)status; (void)op;\n";
     for (auto [n, v] : llvm::enumerate(parameters)) {
       gridLoop(std::to_string(tensorType(v).getNumElements()));
       os << "    out" << n << "[i] = in" << n << "[i];\n  }\n";
@@ -229,8 +228,7 @@ private:
     os << "__device__ const int32_t " << name << "_first[] = {";
     for (auto [k, first] : llvm::enumerate(firstPart))
       os << (k ? ", " : "") << first;
-    os << "};\n\nextern \"C\" __global__ void " << name
-       << "(int64_t B, lruc::gpu::Status *status";
+    os << "};\n\n" << signature(name);
     for (size_t n = 0; n < count; ++n) {
       launch.parameterTypes.push_back("const float *");
       os << ", const float *in" << n;
@@ -240,7 +238,7 @@ private:
       os << ", float *out" << n;
     }
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status;\n"
+    os << ") {\n  (void)B; (void)status; (void)op;\n"
        << "  const int32_t block = int32_t(blockIdx.x);\n"
        << "  int lo = 0, hi = " << count << ";\n"
        << "  while (hi - lo > 1) {\n"
@@ -258,16 +256,26 @@ private:
        << "    to[i] = from[i];\n}\n\n";
   }
 
+  /// `extern "C" __global__ void <name>(` and the parameters every kernel
+  /// takes first: the batch `B`, the status block and `op`, the number of
+  /// the op it runs for in its function (what a report names).
+  static std::string signature(StringRef name, StringRef bounds = "") {
+    return ("extern \"C\" __global__ void " + bounds + name +
+            "(int64_t B, lruc::gpu::Status *status, int32_t op")
+        .str();
+  }
+
   /// Starts the op's kernel (its name: the function, the op's index and
-  /// `suffix`) with `B`, the status block, `inputs` (const) and `outputs`.
+  /// `suffix`) with `B`, the status block, `op`, a site for each of
+  /// `dropouts`, `inputs` (const) and `outputs`.
   /// A kernel of `blockThreads` threads a block other than the usual
   /// kCudaBlockThreads says so to ptxas (__launch_bounds__), with the
   /// blocks an SM must hold (kCudaMinResidentThreads), which then keeps its
   /// registers within what that many blocks may have.
   void begin(Operation *op, StringRef suffix, std::string threads,
              ArrayRef<Value> inputs, ArrayRef<Value> outputs,
-             bool blockPerOutput = false,
-             int blockThreads = kCudaBlockThreads) {
+             bool blockPerOutput = false, int blockThreads = kCudaBlockThreads,
+             ArrayRef<lru::DropoutMaskOp> dropouts = {}) {
     std::string name = prefix + "_" + std::to_string(opIndex) + suffix.str();
     CudaLaunch launch{name, std::move(threads), blockPerOutput, op, {}, {}};
     // A block reduction's threads meet in lruc::gpu::blockSum.
@@ -275,11 +283,18 @@ private:
     launch.blockThreads = blockThreads;
     llvm::append_range(launch.operands, inputs);
     llvm::append_range(launch.operands, outputs);
-    os << "extern \"C\" __global__ void ";
+    std::string bounds;
     if (blockThreads != kCudaBlockThreads)
-      os << "__launch_bounds__(" << blockThreads << ", "
-         << std::max(1, kCudaMinResidentThreads / blockThreads) << ") ";
-    os << name << "(int64_t B, lruc::gpu::Status *status";
+      bounds =
+          "__launch_bounds__(" + std::to_string(blockThreads) + ", " +
+          std::to_string(std::max(1, kCudaMinResidentThreads / blockThreads)) +
+          ") ";
+    os << signature(name, bounds);
+    for (auto [n, dropout] : llvm::enumerate(dropouts)) {
+      launch.sites.push_back(uint32_t(lru::DropoutMaskOp(dropout).getSite()));
+      launch.parameterTypes.push_back("uint32_t");
+      os << ", uint32_t site" << n;
+    }
     auto param = [&](Value v, bool input, size_t n) {
       const bool bf16 = storage.isBf16(v);
       launch.bf16Operands.push_back(bf16);
@@ -296,7 +311,7 @@ private:
     for (auto [n, v] : llvm::enumerate(outputs))
       param(v, false, n);
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status;\n";
+    os << ") {\n  (void)B; (void)status; (void)op;\n";
     // Names of the kernel's own: the same code in another layer is the
     // same text (writeOpKernels).
     counter = 0;
@@ -306,8 +321,8 @@ private:
   /// kernel, which the schedule then names in its messages.
   std::string report(StringRef index, StringRef value) {
     current->back().reports = true;
-    return "lruc::gpu::report(status, " + std::to_string(opIndex) + ", " +
-           index.str() + ", " + value.str() + ");\n";
+    return "lruc::gpu::report(status, op, " + index.str() + ", " + value.str() +
+           ");\n";
   }
 
   /// The current kernel's grid-stride loop over `count` elements.
@@ -482,7 +497,7 @@ private:
     if (dropoutTiles && !layout.sums)
       threads = "(" + count + " + 3) / 4";
     begin(op, scan ? "_scan" : "", threads, inputs, results,
-          /*blockPerOutput=*/false, blockThreads);
+          /*blockPerOutput=*/false, blockThreads, dropouts);
     if (dropoutTiles)
       current->back().synchronises = true; // the lanes' shuffles
     element.writeConstants(os);
@@ -1367,14 +1382,15 @@ private:
   LogicalResult emitDropoutMask(lru::DropoutMaskOp op) {
     std::string count = countExpr(op.getX());
     std::string blocks = "(" + count + " + 3) / 4";
-    begin(op, "", blocks, {op.getX(), op.getKey()}, {op.getResult()});
+    begin(op, "", blocks, {op.getX(), op.getKey()}, {op.getResult()},
+          /*blockPerOutput=*/false, kCudaBlockThreads, {op});
     std::string keep = "(words[w] >> 8) >= " + FusedBody::thresholdOf(op);
     std::string scale = FusedBody::scaleOf(op);
     os << "  const bool whole = lruc::gpu::aligned16(in0, out0);\n";
     gridLoop(blocks);
     os << "    uint32_t words[4];\n"
        << "    lruc::gpu::dropoutWords(uint64_t(in1[0]), uint32_t(in1[1]), "
-       << op.getSite() << "u, uint64_t(i), words);\n"
+          "site0, uint64_t(i), words);\n"
        << "    if (whole && i * 4 + 4 <= " << count << ") {\n"
        << "      const lruc::gpu::Float4 x = "
           "reinterpret_cast<const lruc::gpu::Float4 *>(in0)[i];\n"
@@ -1463,9 +1479,10 @@ void writeSimulation(const std::vector<CudaFunctionPlan> &plans,
   for (const CudaLaunch *l : kernels) {
     os << "void sim" << l->index << "(void **a) {\n  " << l->kernel
        << "(*static_cast<int64_t *>(a[0]), "
-          "*static_cast<lruc::gpu::Status **>(a[1])";
+          "*static_cast<lruc::gpu::Status **>(a[1]), "
+          "*static_cast<int32_t *>(a[2])";
     for (auto [n, type] : llvm::enumerate(l->parameterTypes))
-      os << ", *static_cast<" << type << " *>(a[" << n + 2 << "])";
+      os << ", *static_cast<" << type << " *>(a[" << n + 3 << "])";
     os << ");\n}\n";
   }
   // The device prelude's own kernel (lruc::cuda::Device's products of a

@@ -66,9 +66,14 @@ struct CudaLaunch {
   std::string threads;
   bool blockPerOutput = false;
   mlir::Operation *op = nullptr; ///< the op (the matmul of a GEMM)
-  /// The kernel's arrays after (B, status): inputs, then outputs.
+  /// The kernel's arrays: inputs, then outputs.
   llvm::SmallVector<mlir::Value> operands;
-  std::vector<std::string> parameterTypes; ///< their C++ types
+  /// The sites of the dropouts it draws (lru.dropout_mask's), its
+  /// `uint32_t siteN` parameters.
+  std::vector<uint32_t> sites;
+  /// The C++ types of its parameters after (B, status, op): a uint32_t a
+  /// site, then its arrays'.
+  std::vector<std::string> parameterTypes;
   /// Which of them the kernel stores in bfloat16 (GpuStorage.h), or for a
   /// GEMM which of its lhs, rhs and product; empty for the results kernel
   /// (fp32 throughout).
@@ -77,7 +82,8 @@ struct CudaLaunch {
   /// lruc_gpu_ops::launch gets, and the simulator's table; launches of one
   /// kernel share it), -1 for a GEMM.
   int32_t index = -1;
-  /// It records bad data in the status block (lruc::gpu::report).
+  /// It records bad data in the status block (lruc::gpu::report), naming
+  /// the op it gets as its `op` parameter.
   bool reports = false;
   /// The threads of a block synchronise (__syncthreads, warp shuffles).
   bool synchronises = false;

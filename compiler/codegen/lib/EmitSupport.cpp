@@ -231,9 +231,12 @@ std::string FusedBody::keepName(lru::DropoutMaskOp dropout) const {
   return "keep" + std::to_string(dropoutIndex(dropout));
 }
 
+std::string FusedBody::siteName(lru::DropoutMaskOp dropout) const {
+  return "site" + std::to_string(dropoutIndex(dropout));
+}
+
 std::string FusedBody::keyAndSiteOf(lru::DropoutMaskOp dropout) const {
-  return arrayOf(dropout.getKey()) + ", " + std::to_string(dropout.getSite()) +
-         "u";
+  return arrayOf(dropout.getKey()) + ", " + siteName(dropout);
 }
 
 std::string FusedBody::thresholdOf(lru::DropoutMaskOp dropout) {

@@ -145,8 +145,11 @@ public:
   std::string keepName(::lru::DropoutMaskOp dropout) const;
   /// The dropout's place among dropouts() (what keepName numbers).
   unsigned dropoutIndex(::lru::DropoutMaskOp dropout) const;
+  /// The loop's parameter that holds a dropout's site (`uint32_t site0`):
+  /// a parameter, not a literal, so that the layers' loops are one text.
+  std::string siteName(::lru::DropoutMaskOp dropout) const;
   /// A dropout's key array and site, and its threshold (runtime/core's
-  /// dropoutThreshold of its rate), as C++ arguments: "in2, 0u" and
+  /// dropoutThreshold of its rate), as C++ arguments: "in2, site0" and
   /// "1677722u".
   std::string keyAndSiteOf(::lru::DropoutMaskOp dropout) const;
   static std::string thresholdOf(::lru::DropoutMaskOp dropout);

@@ -153,9 +153,10 @@ public:
     }
 
     // The steps, and each one's operands on a line.
-    std::string launches, gemms, steps;
-    llvm::raw_string_ostream launchOs(launches), gemmOs(gemms), stepOs(steps);
-    int32_t operandCount = 0, launchCount = 0, gemmCount = 0;
+    std::string launches, gemms, steps, sites;
+    llvm::raw_string_ostream launchOs(launches), gemmOs(gemms), stepOs(steps),
+        siteOs(sites);
+    int32_t operandCount = 0, launchCount = 0, gemmCount = 0, siteCount = 0;
     os << "const Address " << name << "_operands[] = {\n";
     for (const CudaLaunch &launch : plan.launches) {
       FailureOr<SmallVector<Address>> operands =
@@ -172,13 +173,19 @@ public:
         writeGemm(launch, operandCount, gemmOs);
         stepOs << "  {GemmStep, " << gemmCount++ << "},\n";
       } else {
+        auto number = indexOf.find(launch.op);
+        const int64_t op =
+            number == indexOf.end() ? int64_t(-1) : int64_t(number->second);
         launchOs << "  {" << launch.index << ", "
                  << sizes.indexOf(launch.threads) << ", "
                  << (launch.blockPerOutput ? 1 : 0) << ", "
                  << launch.blockThreads << ", "
-                 << (launch.gridStride ? kGridStrideBlocks : 0) << ", "
+                 << (launch.gridStride ? kGridStrideBlocks : 0) << ", " << op
+                 << ", " << siteCount << ", " << launch.sites.size() << ", "
                  << operandCount << ", " << operands->size() << "}, // "
                  << launch.kernel << ": " << launch.threads << "\n";
+        for (uint32_t site : launch.sites)
+          siteOs << (siteCount++ % 8 ? " " : "\n  ") << site << "u,";
         stepOs << "  {LaunchStep, " << launchCount++ << "},\n";
       }
       operandCount += int32_t(operands->size());
@@ -189,6 +196,8 @@ public:
          << launches << "};\n";
     if (gemmCount)
       os << "const Gemm " << name << "_gemms[] = {\n" << gemms << "};\n";
+    if (siteCount)
+      os << "const uint32_t " << name << "_sites[] = {" << sites << "\n};\n";
     os << "const Step " << name << "_steps[] = {\n" << steps << "};\n";
 
     auto table = [&](size_t count, StringRef suffix) {
@@ -200,8 +209,8 @@ public:
        << scalarBytes << ",\n  " << table(copies, "copies") << ", " << copies
        << ", " << name << "_steps, " << plan.launches.size() << ", "
        << table(launchCount, "launches") << ", " << table(gemmCount, "gemms")
-       << ",\n  " << name << "_operands, " << table(reports, "reports") << ", "
-       << reports << ",\n};\n\n";
+       << ",\n  " << name << "_operands, " << table(siteCount, "sites") << ", "
+       << table(reports, "reports") << ", " << reports << ",\n};\n\n";
     return success();
   }
 

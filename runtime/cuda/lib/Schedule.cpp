@@ -130,8 +130,11 @@ bool run(const Function &function, const char *const *kernels,
   }
 
   // A kernel's arguments as cuLaunchKernel takes them: pointers to B, to
-  // the status pointer, then to each operand's pointer.
+  // the status pointer, to its op and sites, then to each operand's
+  // pointer.
   int64_t B = batch;
+  int32_t op = -1;
+  std::vector<uint32_t> sites;
   std::vector<void *> pointers, kernelArgs;
   for (int32_t s = 0; s < function.stepCount; ++s) {
     const Step &step = function.steps[s];
@@ -165,8 +168,13 @@ bool run(const Function &function, const char *const *kernels,
     const int64_t n = function.sizes(l.threads, batch);
     if (n <= 0)
       continue;
+    op = l.op;
+    sites.assign(function.sites + l.firstSite,
+                 function.sites + l.firstSite + l.siteCount);
     pointers.resize(size_t(l.operandCount));
-    kernelArgs.assign({&B, &status});
+    kernelArgs.assign({&B, &status, &op});
+    for (uint32_t &site : sites)
+      kernelArgs.push_back(&site);
     for (int32_t i = 0; i < l.operandCount; ++i) {
       pointers[size_t(i)] = frame.at(function.operands[l.firstOperand + i]);
       kernelArgs.push_back(&pointers[size_t(i)]);

@@ -70,12 +70,17 @@ using Sizes = int64_t (*)(int32_t size, int64_t batch);
 /// Kernel `kernel` on size `threads` work items: threads of `blockThreads`
 /// a block, or blocks if `blockPerOutput`; a grid-stride kernel takes at
 /// most `maxBlocks` blocks (0: no limit). Its arguments: B, the status
-/// block, then operands[firstOperand, firstOperand + operandCount).
+/// block, `op` (the op it runs for: what a report names; -1 for none),
+/// sites[firstSite, firstSite + siteCount) (its dropouts'), then
+/// operands[firstOperand, firstOperand + operandCount). Layers that run
+/// the same code launch the same kernel with their own op and sites.
 struct Launch {
   int32_t kernel;
   int32_t threads;
   int32_t blockPerOutput, blockThreads;
   int64_t maxBlocks;
+  int32_t op;
+  int32_t firstSite, siteCount;
   int32_t firstOperand, operandCount;
 };
 
@@ -127,6 +132,7 @@ struct Function {
   const Launch *launches;
   const Gemm *gemms;
   const Address *operands;
+  const uint32_t *sites;
   const Report *reports;
   int32_t reportCount;
 };
