@@ -1437,7 +1437,8 @@ void LibrarySource::print(llvm::raw_ostream &os) const {
 
 LibrarySource LibrarySource::single(std::string text) {
   LibrarySource source;
-  source.units.push_back({"source", std::move(text), /*light=*/false});
+  source.units.push_back(
+      {"source", std::move(text), LibrarySource::Unit::Speed::Hot});
   return source;
 }
 
@@ -1540,7 +1541,8 @@ void profileAdd(int op, std::chrono::steady_clock::time_point start,
   for (func::FuncOp func : emitted) {
     LibrarySource::Unit body, loops;
     body.name = func.getSymName().str();
-    body.light = true;
+    body.speed = body.name == "step" ? LibrarySource::Unit::Speed::Latency
+                                     : LibrarySource::Unit::Speed::Cold;
     loops.name = body.name + "_loops";
     llvm::raw_string_ostream out(body.text), loopsOut(loops.text);
     if (failed(functions.emit(func, out, loopsOut)))
@@ -1817,12 +1819,13 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
 }
 )cpp";
   os.flush();
-  source.units.push_back({"model", std::move(modelText), /*light=*/true});
+  source.units.push_back(
+      {"model", std::move(modelText), LibrarySource::Unit::Speed::Cold});
   if (!options.embedCuda)
     return success();
 
   // The GPU unit: the launch schedule (host code that waits on the driver:
-  // built with the light flags) and the CUDA source.
+  // Speed::Cold) and the CUDA source.
   std::string cuda;
   llvm::raw_string_ostream cudaStream(cuda);
   FailureOr<std::vector<CudaFunctionPlan>> plans =
@@ -1856,8 +1859,9 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
          "*\nlruc_cuda_source() {\n  return R\"lruc_cuda("
       << cuda << kEnd << ";\n}\n";
   gpu.flush();
-  source.units.push_back(
-      {"gpu", std::move(gpuText), /*light=*/true, /*dataBytes=*/cuda.size()});
+  source.units.push_back({"gpu", std::move(gpuText),
+                          LibrarySource::Unit::Speed::Cold,
+                          /*dataBytes=*/cuda.size()});
   return success();
 }
 

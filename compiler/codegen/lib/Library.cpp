@@ -52,13 +52,16 @@ HostCompiler defaultHostCompiler(CpuTarget target) {
                    (portable ? "-march=x86-64-v3" : "-march=native") +
                    " -fcx-limited-range -fno-trapping-math -fno-math-errno "
                    "-fPIC -shared -fvisibility=hidden";
-  // -O1 for the GPU unit, code whose speed does not matter (the schedule's
-  // tables and the calls that walk them; ListOps: 0.9 s, 1.2 s at -O3).
+  // Lower levels for the code that only orders the loops' work
+  // (LibrarySource::Unit::Speed; ListOps: the train-step body 1.66 s of
+  // GCC at -O1, 0.87 s at -O0, the GPU unit 0.69 and 0.47 s; the library
+  // as fast).
   compiler.lightFlags = compiler.flags + " -O1";
+  compiler.coldFlags = compiler.flags + " -O0";
   compiler.libraries =
       portable ? LRUC_PORTABLE_RUNTIME_LIBRARIES : LRUC_RUNTIME_LIBRARIES;
   if (const char *env = std::getenv("LRUC_CXXFLAGS"); env && *env)
-    compiler.flags = compiler.lightFlags = env;
+    compiler.flags = compiler.lightFlags = compiler.coldFlags = env;
   return compiler;
 }
 
@@ -89,14 +92,14 @@ std::vector<LibrarySource::Unit> mergeSmallUnits(const LibrarySource &source) {
     groups.push_back({i});
     sizes.push_back(source.units[i].codeBytes());
   }
-  auto light = [&](size_t group) {
-    return source.units[groups[group].front()].light;
+  auto speed = [&](size_t group) {
+    return source.units[groups[group].front()].speed;
   };
   // The smallest other group of `group`'s flags.
   auto partnerOf = [&](size_t group) {
     std::optional<size_t> partner;
     for (size_t g = 0; g < groups.size(); ++g)
-      if (g != group && light(g) == light(group) &&
+      if (g != group && speed(g) == speed(group) &&
           (!partner || sizes[g] < sizes[*partner]))
         partner = g;
     return partner;
@@ -121,7 +124,7 @@ std::vector<LibrarySource::Unit> mergeSmallUnits(const LibrarySource &source) {
   std::vector<LibrarySource::Unit> merged;
   for (const std::vector<size_t> &group : groups) {
     LibrarySource::Unit &unit = merged.emplace_back();
-    unit.light = source.units[group.front()].light;
+    unit.speed = source.units[group.front()].speed;
     for (size_t i : group) {
       unit.name += (unit.name.empty() ? "" : "+") + source.units[i].name;
       unit.text += source.units[i].text;
@@ -209,8 +212,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     out << source.prelude << unit.text;
     objects.push_back(inDir(unit.name + ".o"));
     job.args = {*program};
-    for (const std::string &flag :
-         words(unit.light ? compiler.lightFlags : compiler.flags))
+    for (const std::string &flag : words(compiler.flagsFor(unit.speed)))
       job.args.push_back(flag);
     for (const std::string &dirName : words(LRUC_RUNTIME_INCLUDE_DIRS))
       job.args.push_back("-I" + dirName);

@@ -82,13 +82,23 @@ struct LibrarySource {
     /// fused loops that it calls first; "model", "gpu").
     std::string name;
     std::string text; ///< what follows the prelude in its source file
-    /// Host code whose speed does not matter, built with
-    /// HostCompiler::lightFlags: what orders the work (an IR function's
-    /// calls of its loops and of the runtime's kernels), the tables and the
-    /// C ABI of the model unit, the GPU unit (its schedule's tables and the
-    /// entry points that hand them to the runtime). The loops, where the
-    /// time goes, are built with `flags`.
-    bool light = false;
+    /// How much the speed of its code matters, which sets the flags it is
+    /// built with (HostCompiler::flagsFor).
+    enum class Speed {
+      /// The fused loops, where the time goes: HostCompiler::flags.
+      Hot,
+      /// Step mode's calls of its loops and kernels: a few microseconds a
+      /// token, in which an unoptimised body's calls cost 2-5% (ListOps):
+      /// HostCompiler::lightFlags.
+      Latency,
+      /// What orders whole-sequence work (an IR function's calls of its
+      /// loops and of the runtime's kernels, each of them milliseconds),
+      /// the tables and the C ABI of the model unit, the GPU unit (its
+      /// schedule's tables and the entry points that hand them to the
+      /// runtime): HostCompiler::coldFlags, which build fastest.
+      Cold,
+    };
+    Speed speed = Speed::Hot;
     /// Bytes of `text` that are data the compiler only copies (the CUDA
     /// source as one string literal): not part of its compile time, which
     /// follows the size of the rest.
@@ -137,9 +147,21 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
 struct HostCompiler {
   std::string command; ///< the C++ compiler (found at build time)
   std::string flags;   ///< optimisation and code-generation flags
-  /// The flags of light units (LibrarySource::Unit::light): `flags` at a
-  /// lower optimisation level.
-  std::string lightFlags;
+  /// `flags` at lower optimisation levels: -O1 (LibrarySource::Unit's
+  /// Speed::Latency) and -O0 (Speed::Cold).
+  std::string lightFlags, coldFlags;
+
+  const std::string &flagsFor(LibrarySource::Unit::Speed speed) const {
+    switch (speed) {
+    case LibrarySource::Unit::Speed::Hot:
+      return flags;
+    case LibrarySource::Unit::Speed::Latency:
+      return lightFlags;
+    case LibrarySource::Unit::Speed::Cold:
+      return coldFlags;
+    }
+    return flags;
+  }
   std::string libraries; ///< the runtime archives and OpenBLAS it links
 };
 
