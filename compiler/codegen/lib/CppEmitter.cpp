@@ -759,10 +759,9 @@ private:
     for (lru::DropoutMaskOp dropout : element.dropouts()) {
       std::string keep = element.keepName(dropout);
       k << "   uint32_t " << keep << "[" << layout.last << "];\n"
-        << "   lruc::cpu::dropoutKeeps(" << element.arrayOf(dropout.getKey())
-        << ", " << element.siteName(dropout) << ", "
-        << emit::FusedBody::thresholdOf(dropout) << ", o * " << layout.last
-        << ", " << layout.last << ", " << keep << ");\n";
+        << "   lruc::cpu::dropoutKeeps(" << element.keyAndSiteOf(dropout)
+        << ", " << emit::FusedBody::thresholdOf(dropout) << ", o * "
+        << layout.last << ", " << layout.last << ", " << keep << ");\n";
     }
   }
 

@@ -147,7 +147,7 @@ private:
     std::string items = "B * " + std::to_string(chainItems);
     CudaLaunch launch{name, items, false, nullptr, {}, {}};
     current->push_back(std::move(launch));
-    os << signature(name) << ") {\n  (void)op;\n"
+    os << signature(name) << kBodyStart
        << "  const lruc::gpu::ScanChain chain = lruc::gpu::scanChain(status, "
        << items << ");\n";
     gridLoop(items);
@@ -176,7 +176,7 @@ private:
       os << ", lruc::gpu::bf16 *__restrict out" << n;
     }
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status; (void)op;\n";
+    os << kBodyStart;
     for (auto [n, v] : llvm::enumerate(parameters)) {
       gridLoop(std::to_string(tensorType(v).getNumElements()));
       os << "    out" << n << "[i] = in" << n << "[i];\n  }\n";
@@ -238,8 +238,7 @@ private:
       os << ", float *out" << n;
     }
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status; (void)op;\n"
-       << "  const int32_t block = int32_t(blockIdx.x);\n"
+    os << kBodyStart << "  const int32_t block = int32_t(blockIdx.x);\n"
        << "  int lo = 0, hi = " << count << ";\n"
        << "  while (hi - lo > 1) {\n"
        << "    const int mid = (lo + hi) / 2;\n"
@@ -255,6 +254,11 @@ private:
        << "       i += parts * blockDim.x)\n"
        << "    to[i] = from[i];\n}\n\n";
   }
+
+  /// What closes a kernel's parameters and opens its body: those every
+  /// kernel takes (signature) marked used, as some kernels do not read them.
+  static constexpr StringLiteral kBodyStart =
+      ") {\n  (void)B; (void)status; (void)op;\n";
 
   /// `extern "C" __global__ void <name>(` and the parameters every kernel
   /// takes first: the batch `B`, the status block and `op`, the number of
@@ -311,7 +315,7 @@ private:
     for (auto [n, v] : llvm::enumerate(outputs))
       param(v, false, n);
     current->push_back(std::move(launch));
-    os << ") {\n  (void)B; (void)status; (void)op;\n";
+    os << kBodyStart;
     // Names of the kernel's own: the same code in another layer is the
     // same text (writeOpKernels).
     counter = 0;
