@@ -32,9 +32,21 @@ data::Dataset firstN(data::Dataset dataset, const std::optional<int64_t> &n) {
 
 } // namespace
 
+data::Dataset TaskData::read(Split split) const {
+  data::Dataset dataset =
+      data::readTask(options_.task, options_.root, split, options_.length);
+  if (dataset.truncated > 0 && options_.warn)
+    options_.warn(fmt::format(
+        "{} of the {} sequences in the {} {} split are longer than the model's "
+        "{} steps and are cut to their first {} (compile the model with a "
+        "longer input to keep them)",
+        dataset.truncated, dataset.offsets.size() - 1, options_.task,
+        data::splitName(split), options_.length, options_.length));
+  return dataset;
+}
+
 void TaskData::readTrainAndHoldout() {
-  data::Dataset all = data::readTask(options_.task, options_.root, Split::Train,
-                                     options_.length);
+  data::Dataset all = read(Split::Train);
   if (data::hasValidationSplit(options_.task)) {
     splits_[Split::Train] = firstN(std::move(all), options_.maxTrain);
     return;
@@ -54,10 +66,7 @@ const data::Dataset &TaskData::split(Split split) {
     readTrainAndHoldout();
     return splits_.at(split);
   }
-  return splits_[split] =
-             firstN(data::readTask(options_.task, options_.root, split,
-                                   options_.length),
-                    options_.maxEval);
+  return splits_[split] = firstN(read(split), options_.maxEval);
 }
 
 std::string TaskData::validationSource() const {

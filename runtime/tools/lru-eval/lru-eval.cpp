@@ -371,6 +371,9 @@ int evalMain(int argc, char **argv) {
                                 positional[1], batch));
   options.length = modelSequenceLength(m);
   options.maxEval = maxEval;
+  options.warn = [](const std::string &message) {
+    std::fprintf(stderr, "%s: warning: %s\n", kTool, message.c_str());
+  };
 
   TaskData data(options);
   const data::Dataset &dataset = data.split(split);

@@ -632,9 +632,9 @@ public:
     }
     progress.finish();
     EvalResult test = testBest();
-    std::printf("%s: %lld steps in %s (%.2f steps/s training)\n", kTool,
-                (long long)s.totalSteps, formatDuration(elapsed()).c_str(),
-                progress.stepsPerSecond());
+    std::printf("%s: %lld step%s in %s (%.2f steps/s training)\n", kTool,
+                (long long)s.totalSteps, s.totalSteps == 1 ? "" : "s",
+                formatDuration(elapsed()).c_str(), progress.stepsPerSecond());
     std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
                 100 * bestAccuracy_, (long long)bestStep_,
                 bestPath_.string().c_str());
@@ -802,6 +802,9 @@ int trainMain(int argc, char **argv) {
   dataOptions.valFraction = s.valFraction;
   dataOptions.maxTrain = s.maxTrain;
   dataOptions.maxEval = s.maxEval;
+  dataOptions.warn = [](const std::string &message) {
+    std::fprintf(stderr, "%s: warning: %s\n", kTool, message.c_str());
+  };
   TaskData data(dataOptions);
   const data::Dataset &train = data.split(data::Split::Train);
   const data::Dataset &val = data.split(data::Split::Val);

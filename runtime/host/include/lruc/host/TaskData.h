@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct DataOptions {
   uint64_t seed = 0;          ///< the hold-out's permutation
   double valFraction = 0.1;
   std::optional<int64_t> maxTrain, maxEval;
+  /// Told, once per file read, how many of its sequences were longer than
+  /// `length` and were cut (a model compiled too short for its data).
+  std::function<void(const std::string &)> warn;
 };
 
 class TaskData {
@@ -52,6 +56,7 @@ public:
 
 private:
   void readTrainAndHoldout();
+  data::Dataset read(data::Split split) const;
 
   DataOptions options_;
   std::map<data::Split, data::Dataset> splits_;
