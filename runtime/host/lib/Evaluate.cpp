@@ -162,9 +162,56 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
       dataset, batch, threads);
 }
 
+void forEachBatch(
+    size_t examples, int64_t batch, int threads,
+    const std::function<void(size_t begin, size_t end, int worker)> &work) {
+  batch = std::max<int64_t>(batch, 1);
+  const size_t numBatches = (examples + size_t(batch) - 1) / size_t(batch);
+  if (numBatches == 0)
+    return;
+  std::mutex mutex;
+  std::exception_ptr failure; // the first, under mutex
+  size_t next = 0;            // the next batch to take, under mutex
+  auto worker = [&](int id) {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (failure || next == numBatches)
+          return;
+        i = next++;
+      }
+      try {
+        const size_t begin = i * size_t(batch);
+        work(begin, std::min(examples, begin + size_t(batch)), id);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure)
+          failure = std::current_exception();
+        return;
+      }
+    }
+  };
+  threads = std::clamp<int>(threads, 1, int(numBatches));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(worker, t);
+  worker(0);
+  for (std::thread &t : pool)
+    t.join();
+  if (failure)
+    std::rethrow_exception(failure);
+}
+
+void runCallsOnCallingThread(const ModelLibrary &library) {
+  for (const char *symbol :
+       {"openblas_set_num_threads", "lruc_cpu_set_threads"})
+    if (auto set = reinterpret_cast<void (*)(int)>(library.findSymbol(symbol)))
+      set(1);
+}
+
 EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
-                    const data::Dataset &dataset, int64_t batch,
-                    int threads) {
+                    const data::Dataset &dataset, int64_t batch, int threads) {
   EvalResult result;
   const size_t n = dataset.size();
   if (n == 0)
@@ -175,49 +222,26 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   std::vector<double> lossSums(numBatches, 0.0);
   std::vector<int64_t> correct(numBatches, 0);
 
-  std::mutex failureMutex;
-  std::exception_ptr failure;
-  size_t next = 0; // the next batch to take, under failureMutex
-  auto worker = [&] {
-    data::Batch b;
-    OutputBuffers outputs(manifest);
-    std::vector<size_t> indices;
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (failure || next == numBatches)
-          return;
-        i = next++;
-      }
-      try {
-        size_t begin = i * size_t(batch), end = std::min(n, begin + size_t(batch));
-        indices.resize(end - begin);
-        std::iota(indices.begin(), indices.end(), begin);
-        data::gather(dataset, indices.data(), indices.size(), b);
-        const auto count = int64_t(indices.size());
-        auto inputs = bindInputs(manifest, b);
-        forward(count, inputs.data(), outputs.resize(count));
-        lossSums[i] = double(outputs.loss()) * double(count);
-        correct[i] = countCorrect(outputs.predictions(), classes,
-                                  b.labels.data(), count);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failure)
-          failure = std::current_exception();
-        return;
-      }
-    }
-  };
   threads = std::clamp<int>(threads, 1, int(numBatches));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
-  if (failure)
-    std::rethrow_exception(failure);
+  const auto workers = size_t(threads);
+  std::vector<data::Batch> batches(workers);
+  std::vector<OutputBuffers> outputs(workers, OutputBuffers{manifest});
+  std::vector<std::vector<size_t>> indices(workers);
+  forEachBatch(n, batch, threads, [&](size_t begin, size_t end, int worker) {
+    data::Batch &b = batches[size_t(worker)];
+    std::vector<size_t> &rows = indices[size_t(worker)];
+    rows.resize(end - begin);
+    std::iota(rows.begin(), rows.end(), begin);
+    data::gather(dataset, rows.data(), rows.size(), b);
+    const auto count = int64_t(rows.size());
+    auto inputs = bindInputs(manifest, b);
+    OutputBuffers &out = outputs[size_t(worker)];
+    forward(count, inputs.data(), out.resize(count));
+    const size_t i = begin / size_t(batch);
+    lossSums[i] = double(out.loss()) * double(count);
+    correct[i] =
+        countCorrect(out.predictions(), classes, b.labels.data(), count);
+  });
 
   double lossSum = 0;
   int64_t hits = 0;

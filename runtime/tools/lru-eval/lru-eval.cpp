@@ -280,8 +280,8 @@ void printResult(const std::string &what, int64_t step, const EvalResult &r) {
 }
 
 int evalMain(int argc, char **argv) {
-  std::optional<std::string> splitName, dataRoot, task, dump, device;
-  std::optional<std::string> matmul;
+  std::optional<std::string> splitName, dataRoot, task, dump;
+  tools::DeviceFlags devices;
   std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex,
       streamIndex, streamEvery;
   bool grads = false;
@@ -292,13 +292,7 @@ int evalMain(int argc, char **argv) {
   cl.flag("batch", &batchFlag, "N", "examples per forward call (default: the run's batch)");
   cl.flag("max-eval", &maxEval, "N", "evaluate only the first N examples");
   cl.flag("threads", &threadsFlag, "N", "CPU threads (default: all cores)");
-  cl.flag("device", &device, "KIND",
-          "cpu, gpu or auto (default auto: a GPU when the library and machine "
-          "have one; --dump-batch runs on the CPU)");
-  cl.flag("matmul", &matmul, "fp32|tf32",
-          "the GPU's matrix products: fp32 (default, the CPU library's "
-          "arithmetic) or tf32 (tensor cores, several times faster; inputs "
-          "rounded to 10 bits of mantissa)");
+  devices.declare(cl, "; --dump-batch runs on the CPU");
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
@@ -315,12 +309,7 @@ int evalMain(int argc, char **argv) {
       throw UsageError(fmt::format("--{} must be positive", name));
   if ((batchIndex || grads) && !dump)
     throw UsageError("--batch-index and --grads go with --dump-batch FILE");
-  if (matmul && *matmul != "fp32" && *matmul != "tf32")
-    throw UsageError(fmt::format("--matmul {}: unknown (known: fp32, tf32)",
-                                 *matmul));
-  if (device && *device != "cpu" && *device != "gpu" && *device != "auto")
-    throw UsageError(
-        fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *device));
+  devices.check();
   if (streamEvery && !streamIndex)
     throw UsageError("--stream-every goes with --stream I");
   if (streamEvery && *streamEvery <= 0)
@@ -396,9 +385,8 @@ int evalMain(int argc, char **argv) {
     throw HostError(fmt::format("{}: no step mode: {}",
                                 library.path().string(), m.stepUnavailable));
   std::unique_ptr<GpuModel> gpu =
-      GpuModel::openForDevice(library, device.value_or("auto"), kTool,
-                              matmul == "tf32" ? Matmul::tf32
-                                                  : Matmul::fp32);
+      GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
+                              devices.tf32() ? Matmul::tf32 : Matmul::fp32);
   if (gpu) {
     gpu->reserve(streamIndex ? 1 : batch);
     gpu->evaluateCheckpoint(checkpoint);
@@ -423,9 +411,7 @@ int evalMain(int argc, char **argv) {
   }
   // Batches in parallel, each on one thread (the library's kernel pool
   // and OpenBLAS would otherwise add threads of their own).
-  for (const char *symbol : {"openblas_set_num_threads", "lruc_cpu_set_threads"})
-    if (auto set = reinterpret_cast<void (*)(int)>(library.findSymbol(symbol)))
-      set(1);
+  runCallsOnCallingThread(library);
   EvalResult r = evaluate(library, checkpoint.params.data(),
                           checkpoint.state.data(), dataset, batch, threads);
   printResult(what, checkpoint.step, r);

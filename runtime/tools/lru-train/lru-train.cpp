@@ -87,8 +87,8 @@ void installStopHandlers() {
 
 struct Flags {
   std::string model;
-  std::optional<std::string> data, out, device, task, schedule, initFrom;
-  std::optional<std::string> matmul;
+  std::optional<std::string> data, out, task, schedule, initFrom;
+  tools::DeviceFlags devices;
   std::optional<int64_t> batch, steps, epochs, seed, dropoutSeed, evalEvery,
       evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter;
   std::optional<double> lr, warmup, floor, valFraction;
@@ -131,13 +131,7 @@ Flags parseFlags(int argc, char **argv) {
   cl.flag("stop-after", &f.stopAfter, "N",
           "stop after step N, saving last.safetensors (continue later with "
           "--resume)");
-  cl.flag("device", &f.device, "KIND",
-          "cpu, gpu or auto (default auto: a GPU when the library and machine "
-          "have one)");
-  cl.flag("matmul", &f.matmul, "fp32|tf32",
-          "the GPU's matrix products: fp32 (default, the CPU library's "
-          "arithmetic) or tf32 (tensor cores, several times faster; inputs "
-          "rounded to 10 bits of mantissa)");
+  f.devices.declare(cl);
   cl.flag("threads", &f.threads, "N",
           "CPU threads: a training step's kernels, or evaluation batches in "
           "parallel (default: all cores)");
@@ -190,13 +184,7 @@ Flags parseFlags(int argc, char **argv) {
     throw UsageError(
         fmt::format("--schedule {}: unknown (known: warmup_cosine, constant)",
                     *f.schedule));
-  if (f.matmul && *f.matmul != "fp32" && *f.matmul != "tf32")
-    throw UsageError(fmt::format("--matmul {}: unknown (known: fp32, tf32)",
-                                 *f.matmul));
-  if (f.device && *f.device != "cpu" && *f.device != "gpu" &&
-      *f.device != "auto")
-    throw UsageError(
-        fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *f.device));
+  f.devices.check();
   return f;
 }
 
@@ -763,9 +751,8 @@ int trainMain(int argc, char **argv) {
   // auto: the GPU when the library has kernels for one and the machine
   // has one, else the CPU.
   std::unique_ptr<GpuModel> gpu =
-      GpuModel::openForDevice(library, f.device.value_or("auto"), kTool,
-                              f.matmul == "tf32" ? Matmul::tf32
-                                                  : Matmul::fp32);
+      GpuModel::openForDevice(library, f.devices.deviceOrAuto(), kTool,
+                              f.devices.tf32() ? Matmul::tf32 : Matmul::fp32);
 
   const TrainSettings base = manifest.train.value_or(TrainSettings{});
   RunSettings s = settingsFrom(base, f, libraryName);
@@ -849,7 +836,7 @@ int trainMain(int argc, char **argv) {
   config["threads"] = threads;
   config["device"] = device;
   if (gpu)
-    config["matmul"] = f.matmul.value_or("fp32");
+    config["matmul"] = f.devices.matmul.value_or("fp32");
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
 
   std::fprintf(stderr,

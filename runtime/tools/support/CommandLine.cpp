@@ -110,6 +110,26 @@ std::vector<std::string> CommandLine::parse(int argc, char **argv) {
   return positional;
 }
 
+void DeviceFlags::declare(CommandLine &cl, const std::string &deviceNote) {
+  cl.flag("device", &device, "KIND",
+          "cpu, gpu or auto (default auto: a GPU when the library and machine "
+          "have one" +
+              deviceNote + ")");
+  cl.flag("matmul", &matmul, "fp32|tf32",
+          "the GPU's matrix products: fp32 (default, the CPU library's "
+          "arithmetic) or tf32 (tensor cores, several times faster; inputs "
+          "rounded to 10 bits of mantissa)");
+}
+
+void DeviceFlags::check() const {
+  if (matmul && *matmul != "fp32" && *matmul != "tf32")
+    throw UsageError(
+        fmt::format("--matmul {}: unknown (known: fp32, tf32)", *matmul));
+  if (device && *device != "cpu" && *device != "gpu" && *device != "auto")
+    throw UsageError(
+        fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *device));
+}
+
 int runTool(const std::string &tool, int (*body)(int, char **), int argc,
             char **argv) {
   try {

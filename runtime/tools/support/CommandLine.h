@@ -55,6 +55,19 @@ private:
   std::vector<Flag> flags_;
 };
 
+/// `--device cpu|gpu|auto` and `--matmul fp32|tf32`, as every tool that
+/// runs a model takes them.
+struct DeviceFlags {
+  std::optional<std::string> device, matmul;
+
+  /// Declares both flags; `deviceNote` ends --device's help.
+  void declare(CommandLine &cl, const std::string &deviceNote = "");
+  /// Throws UsageError on a value neither flag knows.
+  void check() const;
+  std::string deviceOrAuto() const { return device.value_or("auto"); }
+  bool tf32() const { return matmul == "tf32"; }
+};
+
 /// Runs `body`, turning a UsageError into "TOOL: error: MESSAGE" + a hint
 /// and exit status 2, and any other exception into "TOOL: error: MESSAGE"
 /// and status 1.

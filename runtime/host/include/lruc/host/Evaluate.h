@@ -81,6 +81,19 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
 using ForwardFn = std::function<void(int64_t count, const void *const *inputs,
                                      float *const *outputs)>;
 
+/// Calls `work(begin, end, worker)` for each batch [begin, end) of at
+/// most `batch` of `examples` examples, the batches shared out over
+/// `threads` threads (`worker` in [0, threads): whose scratch to use). The
+/// first exception stops the batches not yet begun and is rethrown.
+void forEachBatch(
+    size_t examples, int64_t batch, int threads,
+    const std::function<void(size_t begin, size_t end, int worker)> &work);
+
+/// Makes each call of `library`'s entry points run on its caller's thread
+/// alone (its kernel pool and OpenBLAS at one thread), for callers that run
+/// batches on several threads at once instead.
+void runCallsOnCallingThread(const ModelLibrary &library);
+
 /// The same with any forward (a GPU's): called from `threads` threads at
 /// once, so it must be reentrant when `threads` > 1.
 EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
