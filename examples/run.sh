@@ -12,7 +12,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 if [ "${LRUC_SKIP_INSTALL:-0}" != 1 ]; then bash .ci/install; fi
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target lruc lruc-opt lru-train lru-eval lru-plot
+cmake --build build -j "$(nproc)" --target lruc lruc-opt lru-train lru-eval lru-predict lru-plot
 
 model=examples/fashion_mnist.lru
 library=build/fashion_mnist_small.so

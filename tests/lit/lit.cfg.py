@@ -23,7 +23,7 @@ llvm_config.use_default_substitutions()
 # Project tools first, then FileCheck/not/count from LLVM.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lruc_tools_dir, append_path=True)
-tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-plot", "lru-data",
+tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-predict", "lru-plot", "lru-data",
          "lruc-simulated-kernels", "lruc-gpu-plan", "FileCheck", "not",
          "count"]
 llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_tools_dir])

@@ -48,7 +48,6 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
-#include <thread>
 
 namespace fs = std::filesystem;
 using namespace lruc;
@@ -318,8 +317,7 @@ int evalMain(int argc, char **argv) {
     throw UsageError("--stream and --dump-batch are separate commands; "
                      "give one");
   const data::Split split = parseSplit(splitName.value_or("test"));
-  const int threads = int(threadsFlag.value_or(
-      std::max<unsigned>(1, std::thread::hardware_concurrency())));
+  const int threads = tools::threadsOrAllCores(threadsFlag);
 
   keepFreedMemoryForReuse();
   ModelLibrary library = ModelLibrary::open(positional[0]);

@@ -46,7 +46,6 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
-#include <thread>
 
 namespace fs = std::filesystem;
 using namespace lruc;
@@ -736,8 +735,7 @@ private:
 
 int trainMain(int argc, char **argv) {
   const Flags f = parseFlags(argc, argv);
-  const int threads = int(f.threads.value_or(
-      std::max<unsigned>(1, std::thread::hardware_concurrency())));
+  const int threads = tools::threadsOrAllCores(f.threads);
   // The library's kernels split GEMMs across their own threads, each part
   // one single-threaded OpenBLAS call; OpenBLAS's own idle threads would
   // spin on sched_yield against them. OpenBLAS reads this when the model

@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace lruc::tools {
 
@@ -128,6 +130,11 @@ void DeviceFlags::check() const {
   if (device && *device != "cpu" && *device != "gpu" && *device != "auto")
     throw UsageError(
         fmt::format("--device {}: unknown (known: cpu, gpu, auto)", *device));
+}
+
+int threadsOrAllCores(const std::optional<int64_t> &threads) {
+  return int(threads.value_or(
+      std::max<unsigned>(1, std::thread::hardware_concurrency())));
 }
 
 int runTool(const std::string &tool, int (*body)(int, char **), int argc,

@@ -68,6 +68,9 @@ struct DeviceFlags {
   bool tf32() const { return matmul == "tf32"; }
 };
 
+/// `--threads N`'s value, or one thread per core when not given.
+int threadsOrAllCores(const std::optional<int64_t> &threads);
+
 /// Runs `body`, turning a UsageError into "TOOL: error: MESSAGE" + a hint
 /// and exit status 2, and any other exception into "TOOL: error: MESSAGE"
 /// and status 1.

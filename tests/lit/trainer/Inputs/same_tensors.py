@@ -1,28 +1,18 @@
 """Exit 0 iff two safetensors files hold the same tensors: bit for bit, or
 with --atol X, every F32 value within X of the other's.
 
-    python same_tensors.py A.safetensors B.safetensors [--atol X]
+    python same_tensors.py A.safetensors B.safetensors [--atol X] [--only A,B]
+
+--only compares just the tensors named (both files must hold them).
 
 Reads the format directly (8-byte little-endian header size, JSON header,
 data), so the test needs nothing beyond Python. Metadata may differ (a
 checkpoint records wall-clock time).
 """
-import json
 import struct
 import sys
 
-
-def tensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + n])
-    header.pop("__metadata__", None)
-    base = 8 + n
-    return {
-        name: (t["dtype"], t["shape"], data[base + t["data_offsets"][0] : base + t["data_offsets"][1]])
-        for name, t in header.items()
-    }
+from safetensors_file import read_tensors as tensors
 
 
 def largest_difference(x, y):
@@ -43,7 +33,18 @@ if "--atol" in args:
     i = args.index("--atol")
     atol = float(args[i + 1])
     del args[i : i + 2]
+only = None
+if "--only" in args:
+    i = args.index("--only")
+    only = args[i + 1].split(",")
+    del args[i : i + 2]
 a, b = tensors(args[0]), tensors(args[1])
+if only is not None:
+    missing = [name for name in only if name not in a or name not in b]
+    if missing:
+        sys.exit(f"missing tensors: {missing}")
+    a = {name: a[name] for name in only}
+    b = {name: b[name] for name in only}
 if a.keys() != b.keys():
     sys.exit(f"different tensors: {sorted(a.keys() ^ b.keys())}")
 if atol is None:

@@ -1,0 +1,336 @@
+//===- lru-predict.cpp - A checkpoint's predictions for inputs in a file --===//
+//
+//   lru-predict model.so CHECKPOINT INPUTS.safetensors -o OUT.safetensors
+//               [--batch N] [--threads N] [--device cpu|gpu|auto]
+//               [--matmul fp32|tf32]
+//
+// Runs the checkpoint in eval mode (running statistics, no dropout) on the
+// examples of INPUTS, a safetensors file holding one tensor per model input
+// under the input's name, every one with the examples as its first
+// dimension (what `lru-eval --dump-batch` writes: `tokens` I32 [n, L],
+// `features` F32 [n, L, C], `lengths` I32 [n], ...). I64 integers are taken
+// too (NumPy's default), when their values fit.
+//
+//   - The loss's input (`labels` or `targets`) may be left out: then the
+//     file written has no loss.
+//   - A `lengths` input may be left out: a token sequence then ends at its
+//     last non-zero token (0 is padding), features run the whole length.
+//
+// Writes OUT (atomically): `predictions` [n, ...] and, with the loss's
+// input, `loss` (the mean over the examples, or for per-step predictions
+// over their real steps, as a batch's loss is); its metadata names the model,
+// the checkpoint and its step. Prints what it did; with `labels`, the
+// accuracy too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandLine.h"
+
+#include "lruc/host/Checkpoint.h"
+#include "lruc/host/Evaluate.h"
+#include "lruc/host/GpuModel.h"
+#include "lruc/host/Memory.h"
+#include "lruc/host/ModelLibrary.h"
+#include "lruc/host/Safetensors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+namespace fs = std::filesystem;
+using namespace lruc;
+using namespace lruc::host;
+using tools::UsageError;
+
+namespace {
+
+constexpr const char *kTool = "lru-predict";
+
+bool isLossInput(const std::string &name) {
+  return name == "labels" || name == "targets";
+}
+
+bool isLengths(const std::string &name) {
+  return name.rfind("lengths", 0) == 0;
+}
+
+/// "tokens_a" for "lengths_a": the sequence a lengths input measures.
+std::string sequenceOf(const TensorInfo &lengths, const Manifest &m) {
+  std::string suffix = lengths.name.substr(std::strlen("lengths"));
+  for (const char *base : {"tokens", "features"})
+    if (m.findInput(base + suffix))
+      return base + suffix;
+  return {};
+}
+
+/// One model input as the calls read it: `rows` examples in its dtype.
+struct InputColumn {
+  const TensorInfo *info = nullptr;
+  std::vector<char> bytes;
+  size_t rowBytes = 0;
+};
+
+/// What the model expects, for messages: "tokens I32 [n, 64], lengths I32
+/// [n], labels I32 [n]".
+std::string expectedInputs(const Manifest &m) {
+  std::vector<std::string> parts;
+  for (const TensorInfo &in : m.inputs) {
+    std::vector<std::string> dims{"n"};
+    for (size_t d = 1; d < in.shape.size(); ++d)
+      dims.push_back(std::to_string(in.shape[d]));
+    parts.push_back(fmt::format("{} {} [{}]", in.name, dtypeName(in.dtype),
+                                fmt::join(dims, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// Reads the tensor for `in` from `file` into `column`, checking its dtype
+/// and shape; returns its number of examples.
+int64_t readColumn(const SafetensorsFile &file, const StoredTensor &stored,
+                   const TensorInfo &in, InputColumn &column,
+                   const std::string &expected) {
+  const std::string where = fmt::format("{}: \"{}\"", file.name(), in.name);
+  std::vector<int64_t> want(in.shape.begin() + 1, in.shape.end());
+  if (stored.shape.empty() ||
+      !std::equal(want.begin(), want.end(), stored.shape.begin() + 1,
+                  stored.shape.end()))
+    throw HostError(fmt::format("{} is {}; the model takes {}", where,
+                                shapeString(stored.shape), expected));
+  const int64_t rows = stored.shape[0];
+  const uint64_t count = numElements(stored.shape);
+  column.info = &in;
+  column.rowBytes = dtypeSize(in.dtype) * numElements(want);
+  column.bytes.resize(size_t(count) * dtypeSize(in.dtype));
+  if (stored.dtype == in.dtype) {
+    file.copyTo(in.name, in.dtype, column.bytes.data(), count);
+    return rows;
+  }
+  if (stored.dtype == DType::I64 && in.dtype == DType::I32) {
+    std::vector<int64_t> wide(count);
+    file.copyTo(in.name, DType::I64, wide.data(), count);
+    auto *narrow = reinterpret_cast<int32_t *>(column.bytes.data());
+    for (uint64_t k = 0; k < count; ++k) {
+      if (wide[k] < std::numeric_limits<int32_t>::min() ||
+          wide[k] > std::numeric_limits<int32_t>::max())
+        throw HostError(fmt::format("{}: value {} (element {}) does not fit "
+                                    "the model's I32",
+                                    where, wide[k], k));
+      narrow[k] = int32_t(wide[k]);
+    }
+    return rows;
+  }
+  throw HostError(fmt::format("{} is {}; the model takes {} ({})", where,
+                              dtypeName(stored.dtype), dtypeName(in.dtype),
+                              expected));
+}
+
+/// Fills a left-out lengths column: each token sequence up to its last
+/// non-zero token, features the whole length.
+void inferLengths(const InputColumn &sequence, int64_t rows,
+                  InputColumn &lengths, const std::string &file) {
+  lengths.rowBytes = sizeof(int32_t);
+  lengths.bytes.resize(size_t(rows) * sizeof(int32_t));
+  auto *out = reinterpret_cast<int32_t *>(lengths.bytes.data());
+  const int64_t L = sequence.info->shape[1];
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t length = L;
+    if (sequence.info->dtype == DType::I32) {
+      const auto *row = reinterpret_cast<const int32_t *>(
+          sequence.bytes.data() + size_t(i) * sequence.rowBytes);
+      while (length > 0 && row[length - 1] == 0)
+        --length;
+      if (length == 0)
+        throw HostError(fmt::format(
+            "{}: \"{}\" example {} is all padding (token 0), and there is no "
+            "\"{}\" to say otherwise",
+            file, sequence.info->name, i, lengths.info->name));
+    }
+    out[i] = int32_t(length);
+  }
+}
+
+int predictMain(int argc, char **argv) {
+  std::optional<std::string> outPath;
+  std::optional<int64_t> batchFlag, threadsFlag;
+  tools::DeviceFlags devices;
+  tools::CommandLine cl(kTool, "model.so CHECKPOINT INPUTS.safetensors -o "
+                               "OUT.safetensors [options]");
+  cl.flag("o", &outPath, "FILE",
+          "where to write the predictions (safetensors)");
+  cl.flag("batch", &batchFlag, "N", "examples per forward call (default 32)");
+  cl.flag("threads", &threadsFlag, "N",
+          "CPU threads, each running batches (default: all cores)");
+  devices.declare(cl);
+  std::vector<std::string> positional = cl.parse(argc, argv);
+  if (positional.size() != 3)
+    throw UsageError("expected a model library, a checkpoint and an inputs "
+                     "file (lru-predict model.so CHECKPOINT "
+                     "INPUTS.safetensors -o OUT.safetensors)");
+  if (!outPath)
+    throw UsageError("where should the predictions go? pass -o "
+                     "OUT.safetensors");
+  for (auto [value, name] :
+       {std::pair{&batchFlag, "batch"}, {&threadsFlag, "threads"}})
+    if (*value && **value <= 0)
+      throw UsageError(fmt::format("--{} must be positive", name));
+  devices.check();
+  const int64_t batch = batchFlag.value_or(32);
+  const int threads = tools::threadsOrAllCores(threadsFlag);
+
+  keepFreedMemoryForReuse();
+  ModelLibrary library = ModelLibrary::open(positional[0]);
+  const Manifest &m = library.manifest();
+  Checkpoint checkpoint =
+      loadCheckpoint(positional[1], m, OptimizerState::Optional);
+  SafetensorsFile file = SafetensorsFile::read(positional[2]);
+  const std::string expected = expectedInputs(m);
+
+  // The inputs in call order; `rows` examples in each.
+  std::vector<InputColumn> columns(m.inputs.size());
+  int64_t rows = -1;
+  bool hasLoss = false;
+  std::vector<size_t> missingLengths;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const TensorInfo &in = m.inputs[i];
+    const StoredTensor *stored = file.find(in.name);
+    if (!stored) {
+      columns[i].info = &in;
+      if (isLossInput(in.name))
+        continue; // zeros, once the number of examples is known
+      if (isLengths(in.name) && !sequenceOf(in, m).empty()) {
+        missingLengths.push_back(i);
+        continue;
+      }
+      throw HostError(fmt::format("{}: no \"{}\"; the model takes {}",
+                                  file.name(), in.name, expected));
+    }
+    hasLoss = hasLoss || isLossInput(in.name);
+    const int64_t n = readColumn(file, *stored, in, columns[i], expected);
+    if (rows >= 0 && n != rows)
+      throw HostError(fmt::format(
+          "{}: \"{}\" has {} examples, \"{}\" {}: every input needs the same "
+          "number",
+          file.name(), in.name, n, m.inputs[0].name, rows));
+    rows = n;
+  }
+  if (rows <= 0)
+    throw HostError(fmt::format("{}: no examples", file.name()));
+  for (size_t i : missingLengths) {
+    const std::string sequence = sequenceOf(m.inputs[i], m);
+    const size_t s = size_t(m.findInput(sequence) - m.inputs.data());
+    inferLengths(columns[s], rows, columns[i], file.name());
+  }
+  for (InputColumn &column : columns)
+    if (column.bytes.empty()) { // the loss's input, left out: zeros
+      std::vector<int64_t> dims(column.info->shape.begin() + 1,
+                                column.info->shape.end());
+      column.rowBytes = dtypeSize(column.info->dtype) * numElements(dims);
+      column.bytes.assign(size_t(rows) * column.rowBytes, 0);
+    }
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    if (isLengths(m.inputs[i].name)) {
+      const auto *lengths =
+          reinterpret_cast<const int32_t *>(columns[i].bytes.data());
+      for (int64_t k = 0; k < rows; ++k)
+        if (lengths[k] < 1)
+          throw HostError(fmt::format(
+              "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
+              file.name(), m.inputs[i].name, k, lengths[k]));
+    }
+
+  std::unique_ptr<GpuModel> gpu =
+      GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
+                              devices.tf32() ? Matmul::tf32 : Matmul::fp32);
+  if (gpu) {
+    gpu->reserve(std::min(batch, rows));
+    gpu->evaluateCheckpoint(checkpoint);
+  } else {
+    runCallsOnCallingThread(library);
+  }
+
+  // The predictions of each batch straight into their rows of the output.
+  const TensorInfo &predictionsInfo = m.outputs.at(1);
+  const size_t predictionRow = outputElements(predictionsInfo, 1);
+  std::vector<float> predictions(size_t(rows) * predictionRow);
+  // A batch's loss is a mean over its examples, or for per-step
+  // predictions over its real steps: weigh each by how many it averaged.
+  const bool perStep = predictionsInfo.shape.size() == 3;
+  const int32_t *stepCounts = nullptr;
+  for (size_t i = 0; i < m.inputs.size() && perStep; ++i)
+    if (isLengths(m.inputs[i].name) && !stepCounts)
+      stepCounts = reinterpret_cast<const int32_t *>(columns[i].bytes.data());
+  std::vector<double> lossSums(size_t((rows + batch - 1) / batch));
+  std::vector<double> lossWeights(lossSums.size());
+  const int workers = gpu ? 1 : threads; // one device: one batch at a time
+  const auto start = std::chrono::steady_clock::now();
+  forEachBatch(
+      size_t(rows), batch, workers, [&](size_t begin, size_t end, int) {
+        const auto count = int64_t(end - begin);
+        std::vector<const void *> inputs;
+        for (const InputColumn &column : columns)
+          inputs.push_back(column.bytes.data() + begin * column.rowBytes);
+        float loss = 0;
+        float *outputs[] = {&loss, predictions.data() + begin * predictionRow};
+        if (gpu)
+          gpu->forward(count, inputs.data(), outputs);
+        else
+          library.forward(count, checkpoint.params.data(),
+                          checkpoint.state.data(), inputs.data(), outputs);
+        double weight = double(count);
+        if (stepCounts)
+          weight = std::accumulate(stepCounts + begin, stepCounts + end, 0.0);
+        lossSums[begin / size_t(batch)] = double(loss) * weight;
+        lossWeights[begin / size_t(batch)] = weight;
+      });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
+  std::vector<int64_t> shape = predictionsInfo.shape;
+  shape[0] = rows;
+  std::vector<TensorToWrite> tensors{
+      {predictionsInfo.name, DType::F32, shape, predictions.data()}};
+  const double meanLoss =
+      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
+      std::accumulate(lossWeights.begin(), lossWeights.end(), 0.0);
+  const auto loss = float(meanLoss);
+  if (hasLoss)
+    tensors.push_back({"loss", DType::F32, {}, &loss});
+  Metadata metadata = {{"model", m.model},
+                       {"checkpoint", positional[1]},
+                       {"step", std::to_string(checkpoint.step)},
+                       {"inputs", positional[2]}};
+  writeFileAtomically(*outPath, encodeSafetensors(tensors, metadata));
+
+  const std::string device =
+      gpu ? "gpu: " + gpu->deviceDescription()
+          : fmt::format("cpu ({} thread{})", workers, workers == 1 ? "" : "s");
+  std::printf("%s: %lld examples of %s (step %lld) in %.2f s on %s: wrote %s "
+              "%s to %s\n",
+              kTool, (long long)rows, m.model.c_str(),
+              (long long)checkpoint.step, seconds, device.c_str(),
+              predictionsInfo.name.c_str(), shapeString(shape).c_str(),
+              outPath->c_str());
+  const TensorInfo *labels = m.findInput("labels");
+  if (hasLoss && labels && predictionsInfo.shape.size() == 2) {
+    const size_t at = size_t(labels - m.inputs.data());
+    const int64_t hits = countCorrect(
+        predictions.data(), predictionsInfo.shape[1],
+        reinterpret_cast<const int32_t *>(columns[at].bytes.data()), rows);
+    std::printf("%s: loss %.4f, accuracy %.2f%% against \"labels\"\n", kTool,
+                meanLoss, 100.0 * double(hits) / double(rows));
+  } else if (hasLoss) {
+    std::printf("%s: loss %.4f\n", kTool, meanLoss);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return tools::runTool(kTool, predictMain, argc, argv);
+}

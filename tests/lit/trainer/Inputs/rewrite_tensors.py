@@ -1,0 +1,49 @@
+"""Writes a safetensors file made from another's tensors, to feed lru-predict
+inputs of other kinds than lru-eval --dump-batch writes:
+
+    python rewrite_tensors.py IN OUT [--keep A,B] [--i64 A,B] [--zero A]
+
+--keep keeps only the tensors named (default all); --i64 widens I32 tensors
+to I64 (NumPy's default integers); --zero sets every value of a tensor to 0.
+Pure Python (safetensors_file.py), like same_tensors.py.
+"""
+import json
+import struct
+import sys
+
+from safetensors_file import read_tensors as read
+
+
+def option(args, name):
+    if name not in args:
+        return []
+    i = args.index(name)
+    values = args[i + 1].split(",")
+    del args[i : i + 2]
+    return values
+
+
+args = sys.argv[1:]
+keep, wide, zero = option(args, "--keep"), option(args, "--i64"), option(args, "--zero")
+tensors = read(args[0])
+if keep:
+    tensors = {name: tensors[name] for name in keep}
+for name in wide:
+    dtype, shape, raw = tensors[name]
+    assert dtype == "I32", f"{name} is {dtype}"
+    values = struct.unpack(f"<{len(raw) // 4}i", raw)
+    tensors[name] = ("I64", shape, struct.pack(f"<{len(values)}q", *values))
+for name in zero:
+    dtype, shape, raw = tensors[name]
+    tensors[name] = (dtype, shape, bytes(len(raw)))
+
+header, offset, blobs = {}, 0, []
+for name, (dtype, shape, raw) in tensors.items():
+    header[name] = {"dtype": dtype, "shape": shape,
+                    "data_offsets": [offset, offset + len(raw)]}
+    offset += len(raw)
+    blobs.append(raw)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+with open(args[1], "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))

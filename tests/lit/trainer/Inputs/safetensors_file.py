@@ -1,0 +1,18 @@
+"""Reads a safetensors file by hand (8-byte little-endian header size, JSON
+header, data), so that the tests' helpers need nothing beyond Python."""
+import json
+import struct
+
+
+def read_tensors(path):
+    """{name: (dtype, shape, raw bytes)}; the metadata is left out."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    header.pop("__metadata__", None)
+    base = 8 + n
+    return {
+        name: (t["dtype"], t["shape"], data[base + t["data_offsets"][0] : base + t["data_offsets"][1]])
+        for name, t in header.items()
+    }
