@@ -1,8 +1,8 @@
 //===- lru-predict.cpp - A checkpoint's predictions for inputs in a file --===//
 //
 //   lru-predict model.so CHECKPOINT INPUTS.safetensors -o OUT.safetensors
-//               [--batch N] [--threads N] [--device cpu|gpu|auto]
-//               [--matmul fp32|tf32]
+//               [--stream] [--batch N] [--threads N]
+//               [--device cpu|gpu|auto] [--matmul fp32|tf32]
 //
 // Runs the checkpoint in eval mode (running statistics, no dropout) on the
 // examples of INPUTS, a safetensors file holding one tensor per model input
@@ -21,6 +21,10 @@
 // over their real steps, as a batch's loss is); its metadata names the model,
 // the checkpoint and its step. Prints what it did; with `labels`, the
 // accuracy too.
+//
+// --stream runs step mode instead, each batch from a fresh carry:
+// `predictions` [n, L, ...] after every step, NaN past each sequence's
+// end, no loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -153,17 +157,223 @@ void inferLengths(const InputColumn &sequence, int64_t rows,
   }
 }
 
+/// A file's examples as the model's inputs, in call order.
+struct Examples {
+  std::vector<InputColumn> columns;
+  int64_t rows = 0;
+  bool hasLoss = false;             ///< the loss's input was given
+  const int32_t *lengths = nullptr; ///< the first lengths input's, if any
+};
+
+/// Reads `file`'s tensors for `m`'s inputs (see the header for what may be
+/// left out); throws HostError naming the file and the input.
+Examples readExamples(const SafetensorsFile &file, const Manifest &m) {
+  const std::string expected = expectedInputs(m);
+  Examples ex;
+  ex.columns.resize(m.inputs.size());
+  int64_t rows = -1;
+  std::vector<size_t> missingLengths;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const TensorInfo &in = m.inputs[i];
+    const StoredTensor *stored = file.find(in.name);
+    if (!stored) {
+      ex.columns[i].info = &in;
+      if (isLossInput(in.name))
+        continue; // zeros, once the number of examples is known
+      if (isLengths(in.name) && !sequenceOf(in, m).empty()) {
+        missingLengths.push_back(i);
+        continue;
+      }
+      throw HostError(fmt::format("{}: no \"{}\"; the model takes {}",
+                                  file.name(), in.name, expected));
+    }
+    ex.hasLoss = ex.hasLoss || isLossInput(in.name);
+    const int64_t n = readColumn(file, *stored, in, ex.columns[i], expected);
+    if (rows >= 0 && n != rows)
+      throw HostError(fmt::format(
+          "{}: \"{}\" has {} examples, \"{}\" {}: every input needs the same "
+          "number",
+          file.name(), in.name, n, m.inputs[0].name, rows));
+    rows = n;
+  }
+  if (rows <= 0)
+    throw HostError(fmt::format("{}: no examples", file.name()));
+  ex.rows = rows;
+  for (size_t i : missingLengths) {
+    const std::string sequence = sequenceOf(m.inputs[i], m);
+    const size_t s = size_t(m.findInput(sequence) - m.inputs.data());
+    inferLengths(ex.columns[s], rows, ex.columns[i], file.name());
+  }
+  for (InputColumn &column : ex.columns)
+    if (column.bytes.empty()) { // the loss's input, left out: zeros
+      std::vector<int64_t> dims(column.info->shape.begin() + 1,
+                                column.info->shape.end());
+      column.rowBytes = dtypeSize(column.info->dtype) * numElements(dims);
+      column.bytes.assign(size_t(rows) * column.rowBytes, 0);
+    }
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    if (!isLengths(m.inputs[i].name))
+      continue;
+    const auto *lengths =
+        reinterpret_cast<const int32_t *>(ex.columns[i].bytes.data());
+    for (int64_t k = 0; k < rows; ++k)
+      if (lengths[k] < 1)
+        throw HostError(fmt::format(
+            "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
+            file.name(), m.inputs[i].name, k, lengths[k]));
+    if (!ex.lengths)
+      ex.lengths = lengths;
+  }
+  return ex;
+}
+
+/// Where the calls run: the checkpoint on the CPU library (a carry per
+/// worker thread) or on a GPU (one batch at a time).
+struct Runner {
+  const ModelLibrary &library;
+  const Checkpoint &checkpoint;
+  GpuModel *gpu;
+  std::vector<std::vector<float>> carries; ///< per worker, CPU only
+
+  void forward(int64_t count, const void *const *inputs,
+               float *const *outputs) {
+    if (gpu)
+      return gpu->forward(count, inputs, outputs);
+    library.forward(count, checkpoint.params.data(), checkpoint.state.data(),
+                    inputs, outputs);
+  }
+  void stepReset(int64_t count, int worker) {
+    if (gpu)
+      return gpu->stepReset(count);
+    std::vector<float> &carry = carries[size_t(worker)];
+    carry.resize(size_t(count) * library.manifest().step->carryFloats);
+    library.stepReset(count, carry.data());
+  }
+  void step(int64_t count, int worker, const void *const *inputs,
+            float *const *outputs) {
+    if (gpu)
+      return gpu->step(count, inputs, outputs);
+    library.step(count, checkpoint.params.data(), checkpoint.state.data(),
+                 carries[size_t(worker)].data(), inputs, outputs);
+  }
+};
+
+struct Predictions {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+  double loss = 0; ///< meaningful when the loss's input was given
+};
+
+/// forward on every batch: the predictions of each go straight into their
+/// rows of the output.
+Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
+                         int workers) {
+  const Manifest &m = runner.library.manifest();
+  const TensorInfo &info = m.outputs.at(1);
+  const size_t row = outputElements(info, 1);
+  Predictions out{info.shape, std::vector<float>(size_t(ex.rows) * row)};
+  out.shape[0] = ex.rows;
+  // A batch's loss is a mean over its examples, or for per-step
+  // predictions over its real steps: weigh each by how many it averaged.
+  const int32_t *stepCounts = info.shape.size() == 3 ? ex.lengths : nullptr;
+  const size_t batches = size_t((ex.rows + batch - 1) / batch);
+  std::vector<double> lossSums(batches), weights(batches);
+  forEachBatch(
+      size_t(ex.rows), batch, workers, [&](size_t begin, size_t end, int) {
+        const auto count = int64_t(end - begin);
+        std::vector<const void *> inputs;
+        for (const InputColumn &column : ex.columns)
+          inputs.push_back(column.bytes.data() + begin * column.rowBytes);
+        float loss = 0;
+        float *outputs[] = {&loss, out.values.data() + begin * row};
+        runner.forward(count, inputs.data(), outputs);
+        const double weight =
+            stepCounts
+                ? std::accumulate(stepCounts + begin, stepCounts + end, 0.0)
+                : double(count);
+        lossSums[begin / size_t(batch)] = double(loss) * weight;
+        weights[begin / size_t(batch)] = weight;
+      });
+  out.loss = std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
+             std::accumulate(weights.begin(), weights.end(), 0.0);
+  return out;
+}
+
+/// Step mode on every batch from a fresh carry: the predictions after
+/// each step, [rows, L, ...]; NaN past each sequence's end.
+Predictions predictStreamed(Runner &runner, const Examples &ex, int64_t batch,
+                            int workers) {
+  const Manifest &m = runner.library.manifest();
+  const StepInfo &stepInfo = *m.step;
+  // Each step input is the same-named sequence input at step t.
+  std::vector<const InputColumn *> sources;
+  for (const TensorInfo &in : stepInfo.inputs) {
+    const TensorInfo *whole = m.findInput(in.name);
+    if (!whole || whole->shape.size() < 2)
+      throw HostError(fmt::format("{}: step input '{}' has no sequence input",
+                                  runner.library.path().string(), in.name));
+    sources.push_back(&ex.columns[size_t(whole - m.inputs.data())]);
+  }
+  const int64_t L = sources.at(0)->info->shape[1];
+  const TensorInfo &info = stepInfo.outputs.at(0);
+  const size_t row = outputElements(info, 1);
+  Predictions out{{ex.rows, L},
+                  std::vector<float>(size_t(ex.rows) * size_t(L) * row,
+                                     std::numeric_limits<float>::quiet_NaN())};
+  for (size_t d = 1; d < info.shape.size(); ++d)
+    if (!(d == 1 && info.shape.size() == 3)) // [B, 1, K]: one step's
+      out.shape.push_back(info.shape[d]);
+  forEachBatch(
+      size_t(ex.rows), batch, workers,
+      [&](size_t begin, size_t end, int worker) {
+        const auto count = int64_t(end - begin);
+        std::vector<std::vector<char>> stepInputs(sources.size());
+        std::vector<const void *> pointers(sources.size());
+        std::vector<float> stepOutputs(size_t(count) * row);
+        float *outputs[] = {stepOutputs.data()};
+        int64_t steps = L;
+        if (ex.lengths)
+          steps = *std::max_element(ex.lengths + begin, ex.lengths + end);
+        runner.stepReset(count, worker);
+        for (int64_t t = 0; t < steps; ++t) {
+          for (size_t i = 0; i < sources.size(); ++i) {
+            const size_t width = sources[i]->rowBytes / size_t(L);
+            stepInputs[i].resize(size_t(count) * width);
+            for (int64_t b = 0; b < count; ++b)
+              std::memcpy(stepInputs[i].data() + size_t(b) * width,
+                          sources[i]->bytes.data() +
+                              (begin + size_t(b)) * sources[i]->rowBytes +
+                              size_t(t) * width,
+                          width);
+            pointers[i] = stepInputs[i].data();
+          }
+          runner.step(count, worker, pointers.data(), outputs);
+          for (int64_t b = 0; b < count; ++b)
+            if (!ex.lengths || t < ex.lengths[begin + size_t(b)])
+              std::copy_n(stepOutputs.data() + size_t(b) * row, row,
+                          out.values.data() +
+                              ((begin + size_t(b)) * size_t(L) + size_t(t)) *
+                                  row);
+        }
+      });
+  return out;
+}
+
 int predictMain(int argc, char **argv) {
   std::optional<std::string> outPath;
   std::optional<int64_t> batchFlag, threadsFlag;
+  bool stream = false;
   tools::DeviceFlags devices;
   tools::CommandLine cl(kTool, "model.so CHECKPOINT INPUTS.safetensors -o "
                                "OUT.safetensors [options]");
   cl.flag("o", &outPath, "FILE",
           "where to write the predictions (safetensors)");
-  cl.flag("batch", &batchFlag, "N", "examples per forward call (default 32)");
+  cl.flag("batch", &batchFlag, "N", "examples per call (default 32)");
   cl.flag("threads", &threadsFlag, "N",
           "CPU threads, each running batches (default: all cores)");
+  cl.flag("stream", &stream,
+          "run step mode, one step at a time from a fresh carry: the "
+          "predictions after every step");
   devices.declare(cl);
   std::vector<std::string> positional = cl.parse(argc, argv);
   if (positional.size() != 3)
@@ -179,152 +389,74 @@ int predictMain(int argc, char **argv) {
       throw UsageError(fmt::format("--{} must be positive", name));
   devices.check();
   const int64_t batch = batchFlag.value_or(32);
-  const int threads = tools::threadsOrAllCores(threadsFlag);
 
   keepFreedMemoryForReuse();
   ModelLibrary library = ModelLibrary::open(positional[0]);
   const Manifest &m = library.manifest();
+  if (stream && !m.step)
+    throw HostError(fmt::format("{}: no step mode: {}", library.path().string(),
+                                m.stepUnavailable));
   Checkpoint checkpoint =
       loadCheckpoint(positional[1], m, OptimizerState::Optional);
-  SafetensorsFile file = SafetensorsFile::read(positional[2]);
-  const std::string expected = expectedInputs(m);
-
-  // The inputs in call order; `rows` examples in each.
-  std::vector<InputColumn> columns(m.inputs.size());
-  int64_t rows = -1;
-  bool hasLoss = false;
-  std::vector<size_t> missingLengths;
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    const TensorInfo &in = m.inputs[i];
-    const StoredTensor *stored = file.find(in.name);
-    if (!stored) {
-      columns[i].info = &in;
-      if (isLossInput(in.name))
-        continue; // zeros, once the number of examples is known
-      if (isLengths(in.name) && !sequenceOf(in, m).empty()) {
-        missingLengths.push_back(i);
-        continue;
-      }
-      throw HostError(fmt::format("{}: no \"{}\"; the model takes {}",
-                                  file.name(), in.name, expected));
-    }
-    hasLoss = hasLoss || isLossInput(in.name);
-    const int64_t n = readColumn(file, *stored, in, columns[i], expected);
-    if (rows >= 0 && n != rows)
-      throw HostError(fmt::format(
-          "{}: \"{}\" has {} examples, \"{}\" {}: every input needs the same "
-          "number",
-          file.name(), in.name, n, m.inputs[0].name, rows));
-    rows = n;
-  }
-  if (rows <= 0)
-    throw HostError(fmt::format("{}: no examples", file.name()));
-  for (size_t i : missingLengths) {
-    const std::string sequence = sequenceOf(m.inputs[i], m);
-    const size_t s = size_t(m.findInput(sequence) - m.inputs.data());
-    inferLengths(columns[s], rows, columns[i], file.name());
-  }
-  for (InputColumn &column : columns)
-    if (column.bytes.empty()) { // the loss's input, left out: zeros
-      std::vector<int64_t> dims(column.info->shape.begin() + 1,
-                                column.info->shape.end());
-      column.rowBytes = dtypeSize(column.info->dtype) * numElements(dims);
-      column.bytes.assign(size_t(rows) * column.rowBytes, 0);
-    }
-  for (size_t i = 0; i < m.inputs.size(); ++i)
-    if (isLengths(m.inputs[i].name)) {
-      const auto *lengths =
-          reinterpret_cast<const int32_t *>(columns[i].bytes.data());
-      for (int64_t k = 0; k < rows; ++k)
-        if (lengths[k] < 1)
-          throw HostError(fmt::format(
-              "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
-              file.name(), m.inputs[i].name, k, lengths[k]));
-    }
+  const Examples examples =
+      readExamples(SafetensorsFile::read(positional[2]), m);
 
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
                               devices.tf32() ? Matmul::tf32 : Matmul::fp32);
   if (gpu) {
-    gpu->reserve(std::min(batch, rows));
+    gpu->reserve(std::min(batch, examples.rows));
     gpu->evaluateCheckpoint(checkpoint);
   } else {
     runCallsOnCallingThread(library);
   }
+  // One device: one batch at a time.
+  const int workers = gpu ? 1 : tools::threadsOrAllCores(threadsFlag);
+  Runner runner{library, checkpoint, gpu.get(), {}};
+  runner.carries.resize(size_t(workers));
 
-  // The predictions of each batch straight into their rows of the output.
-  const TensorInfo &predictionsInfo = m.outputs.at(1);
-  const size_t predictionRow = outputElements(predictionsInfo, 1);
-  std::vector<float> predictions(size_t(rows) * predictionRow);
-  // A batch's loss is a mean over its examples, or for per-step
-  // predictions over its real steps: weigh each by how many it averaged.
-  const bool perStep = predictionsInfo.shape.size() == 3;
-  const int32_t *stepCounts = nullptr;
-  for (size_t i = 0; i < m.inputs.size() && perStep; ++i)
-    if (isLengths(m.inputs[i].name) && !stepCounts)
-      stepCounts = reinterpret_cast<const int32_t *>(columns[i].bytes.data());
-  std::vector<double> lossSums(size_t((rows + batch - 1) / batch));
-  std::vector<double> lossWeights(lossSums.size());
-  const int workers = gpu ? 1 : threads; // one device: one batch at a time
   const auto start = std::chrono::steady_clock::now();
-  forEachBatch(
-      size_t(rows), batch, workers, [&](size_t begin, size_t end, int) {
-        const auto count = int64_t(end - begin);
-        std::vector<const void *> inputs;
-        for (const InputColumn &column : columns)
-          inputs.push_back(column.bytes.data() + begin * column.rowBytes);
-        float loss = 0;
-        float *outputs[] = {&loss, predictions.data() + begin * predictionRow};
-        if (gpu)
-          gpu->forward(count, inputs.data(), outputs);
-        else
-          library.forward(count, checkpoint.params.data(),
-                          checkpoint.state.data(), inputs.data(), outputs);
-        double weight = double(count);
-        if (stepCounts)
-          weight = std::accumulate(stepCounts + begin, stepCounts + end, 0.0);
-        lossSums[begin / size_t(batch)] = double(loss) * weight;
-        lossWeights[begin / size_t(batch)] = weight;
-      });
+  const Predictions predictions =
+      stream ? predictStreamed(runner, examples, batch, workers)
+             : predictWhole(runner, examples, batch, workers);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
 
-  std::vector<int64_t> shape = predictionsInfo.shape;
-  shape[0] = rows;
-  std::vector<TensorToWrite> tensors{
-      {predictionsInfo.name, DType::F32, shape, predictions.data()}};
-  const double meanLoss =
-      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
-      std::accumulate(lossWeights.begin(), lossWeights.end(), 0.0);
-  const auto loss = float(meanLoss);
-  if (hasLoss)
+  std::vector<TensorToWrite> tensors{{"predictions", DType::F32,
+                                      predictions.shape,
+                                      predictions.values.data()}};
+  const bool withLoss = examples.hasLoss && !stream;
+  const auto loss = float(predictions.loss);
+  if (withLoss)
     tensors.push_back({"loss", DType::F32, {}, &loss});
   Metadata metadata = {{"model", m.model},
                        {"checkpoint", positional[1]},
                        {"step", std::to_string(checkpoint.step)},
-                       {"inputs", positional[2]}};
+                       {"inputs", positional[2]},
+                       {"mode", stream ? "step mode" : "forward"}};
   writeFileAtomically(*outPath, encodeSafetensors(tensors, metadata));
 
   const std::string device =
       gpu ? "gpu: " + gpu->deviceDescription()
           : fmt::format("cpu ({} thread{})", workers, workers == 1 ? "" : "s");
-  std::printf("%s: %lld examples of %s (step %lld) in %.2f s on %s: wrote %s "
-              "%s to %s\n",
-              kTool, (long long)rows, m.model.c_str(),
-              (long long)checkpoint.step, seconds, device.c_str(),
-              predictionsInfo.name.c_str(), shapeString(shape).c_str(),
+  std::printf("%s: %lld examples of %s (step %lld)%s in %.2f s on %s: wrote "
+              "predictions %s to %s\n",
+              kTool, (long long)examples.rows, m.model.c_str(),
+              (long long)checkpoint.step, stream ? ", streamed" : "", seconds,
+              device.c_str(), shapeString(predictions.shape).c_str(),
               outPath->c_str());
   const TensorInfo *labels = m.findInput("labels");
-  if (hasLoss && labels && predictionsInfo.shape.size() == 2) {
+  if (withLoss && labels && predictions.shape.size() == 2) {
     const size_t at = size_t(labels - m.inputs.data());
     const int64_t hits = countCorrect(
-        predictions.data(), predictionsInfo.shape[1],
-        reinterpret_cast<const int32_t *>(columns[at].bytes.data()), rows);
+        predictions.values.data(), predictions.shape[1],
+        reinterpret_cast<const int32_t *>(examples.columns[at].bytes.data()),
+        examples.rows);
     std::printf("%s: loss %.4f, accuracy %.2f%% against \"labels\"\n", kTool,
-                meanLoss, 100.0 * double(hits) / double(rows));
-  } else if (hasLoss) {
-    std::printf("%s: loss %.4f\n", kTool, meanLoss);
+                predictions.loss, 100.0 * double(hits) / double(examples.rows));
+  } else if (withLoss) {
+    std::printf("%s: loss %.4f\n", kTool, predictions.loss);
   }
   return 0;
 }

@@ -7,11 +7,10 @@ inputs of other kinds than lru-eval --dump-batch writes:
 to I64 (NumPy's default integers); --zero sets every value of a tensor to 0.
 Pure Python (safetensors_file.py), like same_tensors.py.
 """
-import json
 import struct
 import sys
 
-from safetensors_file import read_tensors as read
+from safetensors_file import read_tensors as read, write_tensors
 
 
 def option(args, name):
@@ -37,13 +36,4 @@ for name in zero:
     dtype, shape, raw = tensors[name]
     tensors[name] = (dtype, shape, bytes(len(raw)))
 
-header, offset, blobs = {}, 0, []
-for name, (dtype, shape, raw) in tensors.items():
-    header[name] = {"dtype": dtype, "shape": shape,
-                    "data_offsets": [offset, offset + len(raw)]}
-    offset += len(raw)
-    blobs.append(raw)
-text = json.dumps(header).encode()
-text += b" " * (-len(text) % 8)
-with open(args[1], "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+write_tensors(args[1], tensors)

@@ -1,5 +1,6 @@
-"""Reads a safetensors file by hand (8-byte little-endian header size, JSON
-header, data), so that the tests' helpers need nothing beyond Python."""
+"""Reads and writes safetensors files by hand (8-byte little-endian header
+size, JSON header, data), so that the tests' helpers need nothing beyond
+Python."""
 import json
 import struct
 
@@ -16,3 +17,19 @@ def read_tensors(path):
         name: (t["dtype"], t["shape"], data[base + t["data_offsets"][0] : base + t["data_offsets"][1]])
         for name, t in header.items()
     }
+
+
+def write_tensors(path, tensors, metadata=None):
+    """Writes {name: (dtype, shape, raw bytes)} and the string metadata."""
+    header, offset, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+        blobs.append(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
