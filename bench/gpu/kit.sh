@@ -90,7 +90,8 @@ if [ $models_only = 0 ]; then
   "$bin/lruc" "$root/models/listops.lru" --portable -D DEPTH=2 -D H=32 -D N=32 \
     -D DROPOUT=0.1 -o "$stage/train/listops.so"
   cp "$root/tests/lit/trainer/Inputs/close_metrics.py" \
-    "$root/tests/lit/trainer/Inputs/same_tensors.py" "$stage/train/"
+    "$root/tests/lit/trainer/Inputs/same_tensors.py" \
+    "$root/tests/lit/trainer/Inputs/safetensors_file.py" "$stage/train/"
 
   # device.sh agree: the library of every model of models/, shrunk as the
   # agreement tests shrink them (tests/lit/reference), with its AST, for
