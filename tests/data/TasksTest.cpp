@@ -40,7 +40,8 @@ TEST(Tasks, Errors) {
             "by the generators; docs/data.md)");
   EXPECT_EQ(errorOf([&] { readTask("imagenet", dir.path(), Split::Train, 1); }),
             "unknown task 'imagenet' (known: listops, text, retrieval, cifar, "
-            "pathfinder, pathx, fashion_mnist)");
+            "pathfinder, pathx, fashion_mnist; and tensors, files of your "
+            "own)");
 }
 
 TEST(Tasks, ValidationSplits) {

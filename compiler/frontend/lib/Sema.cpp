@@ -137,6 +137,8 @@ private:
   void train(const Stmt &s);
   void checkModel(const ast::Model &m);
   void checkTrain(const ast::Model &m, const ast::Train &t);
+  void checkClassification(const ast::Model &m, const ast::Train &t,
+                           std::string_view task);
 
   const SourceFile &source_;
   const ConstantOverrides &overrides_;
@@ -1088,6 +1090,10 @@ void Sema::checkTrain(const ast::Model &m, const ast::Train &t) {
     diags_.error(t.data->loc, message);
     diags_.note(m.input.loc, "the model input is declared here");
   };
+  if (task->fromFiles) {
+    checkClassification(m, t, task->name);
+    return;
+  }
   auto kindName = [](ast::InputKind k) {
     return k == ast::InputKind::Tokens       ? "tokens"
            : k == ast::InputKind::Features   ? "features"
@@ -1125,17 +1131,23 @@ void Sema::checkTrain(const ast::Model &m, const ast::Train &t) {
                                           m.head.classes));
     diags_.note(m.head.loc, "the head is declared here");
   }
+  checkClassification(m, t, task->name);
+}
+
+/// Every task is classification with one label per sequence.
+void Sema::checkClassification(const ast::Model &m, const ast::Train &t,
+                               std::string_view task) {
   if (m.loss.kind != ast::LossKind::CrossEntropy) {
     diags_.error(t.data->loc, fmt::format("task '{}' is a classification task; "
                                           "use 'loss cross_entropy'",
-                                          task->name));
+                                          task));
     diags_.note(m.loss.loc, "the loss is declared here");
   }
   if (m.pool.kind == ast::PoolKind::None) {
     diags_.error(t.data->loc, fmt::format("task '{}' has one label per "
                                           "sequence; pool the sequence with "
                                           "'pool mean' or 'pool last'",
-                                          task->name));
+                                          task));
     diags_.note(m.pool.loc, "the pooling is declared here");
   }
 }

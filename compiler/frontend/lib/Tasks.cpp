@@ -23,6 +23,9 @@ const std::vector<TaskInfo> &allTasks() {
        "Path-X 128x128 images (LRA pathfinder128)"},
       {"fashion_mnist", InputKind::Features, 0, 1, 784, true, 10,
        "Fashion-MNIST 28x28 images (Debian's dataset-fashion-mnist)"},
+      {"tensors", InputKind::Tokens, 0, 0, 0, false, 0,
+       "your own data: train, val and test .safetensors files",
+       /*fromFiles=*/true},
   };
   return tasks;
 }

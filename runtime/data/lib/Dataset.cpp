@@ -55,6 +55,14 @@ std::string Dataset::invariantViolation() const {
     if (labels[i] < 0 || labels[i] >= classes)
       return fmt::format("label {} of example {} is not in [0, {})", labels[i],
                          i, classes);
+  if (kind == InputKind::Features && !values.empty()) {
+    if (channels < 1 || !pixels.empty())
+      return "float features with channels < 1 or pixels too";
+    if (values.size() != labels.size() * size_t(length) * size_t(channels))
+      return fmt::format("{} feature values for {} examples of {}x{}",
+                         values.size(), labels.size(), length, channels);
+    return {};
+  }
   if (kind == InputKind::Features) {
     if (channels < 1 || mean.size() != size_t(channels) ||
         stddev.size() != size_t(channels))
@@ -98,6 +106,11 @@ Dataset subset(const Dataset &dataset, const std::vector<size_t> &indices) {
       throw std::out_of_range(fmt::format(
           "example {} of a dataset of {}", i, dataset.size()));
     out.labels.push_back(dataset.labels[i]);
+    if (dataset.kind == InputKind::Features && !dataset.values.empty()) {
+      auto begin = dataset.values.begin() + ptrdiff_t(i * step);
+      out.values.insert(out.values.end(), begin, begin + ptrdiff_t(step));
+      continue;
+    }
     if (dataset.kind == InputKind::Features) {
       auto begin = dataset.pixels.begin() + ptrdiff_t(i * step);
       out.pixels.insert(out.pixels.end(), begin, begin + ptrdiff_t(step));
@@ -146,9 +159,10 @@ void gather(const Dataset &dataset, const size_t *indices, size_t count,
   batch.tokensB.resize(pairs ? count * size_t(L) : 0);
   batch.lengthsB.resize(pairs ? count : 0);
   batch.features.resize(features ? count * size_t(L * C) : 0);
-  // Every byte value of every channel, normalised once.
-  std::vector<float> lut(features ? size_t(C) * 256 : 0);
-  for (int64_t c = 0; features && c < C; ++c)
+  // Every byte value of every channel, normalised once (pixel features).
+  const bool pixels = features && dataset.values.empty();
+  std::vector<float> lut(pixels ? size_t(C) * 256 : 0);
+  for (int64_t c = 0; pixels && c < C; ++c)
     for (int p = 0; p < 256; ++p)
       lut[size_t(c) * 256 + size_t(p)] = dataset.normalise(uint8_t(p), c);
   for (size_t b = 0; b < count; ++b) {
@@ -157,6 +171,12 @@ void gather(const Dataset &dataset, const size_t *indices, size_t count,
       throw std::out_of_range(fmt::format(
           "example {} of a dataset of {}", i, dataset.size()));
     batch.labels[b] = dataset.labels[i];
+    if (features && !dataset.values.empty()) {
+      batch.lengths[b] = int32_t(L);
+      std::copy_n(dataset.values.data() + i * size_t(L * C), size_t(L * C),
+                  batch.features.data() + b * size_t(L * C));
+      continue;
+    }
     if (features) {
       batch.lengths[b] = int32_t(L);
       const uint8_t *src = dataset.pixels.data() + i * size_t(L * C);

@@ -52,7 +52,7 @@ Dataset readTask(std::string_view task, const std::filesystem::path &root,
     return image(readFashionMnist(root, split), task, length);
   throw DataError(fmt::format(
       "unknown task {} (known: listops, text, retrieval, cifar, pathfinder, "
-      "pathx, fashion_mnist)",
+      "pathx, fashion_mnist; and tensors, files of your own)",
       detail::quote(task)));
 }
 

@@ -215,6 +215,26 @@ void SafetensorsFile::copyTo(std::string_view tensor, DType dtype, void *out,
   std::memcpy(out, data() + stored->begin, stored->end - stored->begin);
 }
 
+std::vector<int64_t> SafetensorsFile::integers(std::string_view tensor) const {
+  const StoredTensor *stored = find(tensor);
+  if (!stored)
+    throw HostError(fmt::format("{}: no tensor \"{}\"", name_, tensor));
+  const uint64_t count = numElements(stored->shape);
+  std::vector<int64_t> values(count);
+  if (stored->dtype == DType::I64) {
+    copyTo(tensor, DType::I64, values.data(), count);
+  } else if (stored->dtype == DType::I32) {
+    std::vector<int32_t> narrow(count);
+    copyTo(tensor, DType::I32, narrow.data(), count);
+    std::copy(narrow.begin(), narrow.end(), values.begin());
+  } else {
+    throw HostError(fmt::format("{}: tensor \"{}\" is {}; expected integers "
+                                "(I32 or I64)",
+                                name_, tensor, dtypeName(stored->dtype)));
+  }
+  return values;
+}
+
 std::string encodeSafetensors(const std::vector<TensorToWrite> &tensors,
                               const Metadata &metadata) {
   // nlohmann's ordered_json keeps the tensors in the caller's order, which

@@ -4,6 +4,7 @@
 
 #include "lruc/data/Tasks.h"
 #include "lruc/host/DataOrder.h"
+#include "lruc/host/TensorData.h"
 
 #include <fmt/format.h>
 
@@ -34,7 +35,10 @@ data::Dataset firstN(data::Dataset dataset, const std::optional<int64_t> &n) {
 
 data::Dataset TaskData::read(Split split) const {
   data::Dataset dataset =
-      data::readTask(options_.task, options_.root, split, options_.length);
+      options_.task == kTensorsTask
+          ? readTensorData(options_.root, split, options_.length)
+          : data::readTask(options_.task, options_.root, split,
+                           options_.length);
   if (dataset.truncated > 0 && options_.warn)
     options_.warn(fmt::format(
         "{} of the {} sequences in the {} {} split are longer than the model's "
@@ -47,7 +51,7 @@ data::Dataset TaskData::read(Split split) const {
 
 void TaskData::readTrainAndHoldout() {
   data::Dataset all = read(Split::Train);
-  if (data::hasValidationSplit(options_.task)) {
+  if (hasValidationSplit()) {
     splits_[Split::Train] = firstN(std::move(all), options_.maxTrain);
     return;
   }
@@ -61,16 +65,21 @@ void TaskData::readTrainAndHoldout() {
 const data::Dataset &TaskData::split(Split split) {
   if (auto it = splits_.find(split); it != splits_.end())
     return it->second;
-  if (split == Split::Train ||
-      (split == Split::Val && !data::hasValidationSplit(options_.task))) {
+  if (split == Split::Train || (split == Split::Val && !hasValidationSplit())) {
     readTrainAndHoldout();
     return splits_.at(split);
   }
   return splits_[split] = firstN(read(split), options_.maxEval);
 }
 
+bool TaskData::hasValidationSplit() const {
+  return options_.task == kTensorsTask
+             ? tensorDataHasValidation(options_.root)
+             : data::hasValidationSplit(options_.task);
+}
+
 std::string TaskData::validationSource() const {
-  if (data::hasValidationSplit(options_.task))
+  if (hasValidationSplit())
     return "the val split";
   return fmt::format("{:g}% of train held out (seed {})",
                      100 * options_.valFraction, options_.seed);

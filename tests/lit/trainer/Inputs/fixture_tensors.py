@@ -4,9 +4,12 @@ per-step outputs):
     python fixture_tensors.py checkpoint IR MODEL OUT
         an lruc checkpoint of every `lru.param` in IR (lruc --emit=lru),
         deterministic values of either sign (running variances positive)
-    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS TARGETS
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS targets K
         `features` F32 [ROWS, LENGTH, CHANNELS], `lengths` I32 [ROWS] of
-        several values, `targets` F32 [ROWS, LENGTH, TARGETS] (zeros)
+        several values, `targets` F32 [ROWS, LENGTH, K] (zeros)
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS labels SEED
+        `features` and `labels` I64 [ROWS]: 1 where channel 0's mean is
+        positive, else 0 (learnable); no lengths (features run L steps)
 """
 import math
 import re
@@ -36,18 +39,31 @@ def checkpoint(ir, model, out):
                                  "step": "0"})
 
 
-def features(out, rows, length, channels, targets):
-    values = [math.sin(0.7 * k) for k in range(rows * length * channels)]
-    lengths = [1 + (5 * i) % length for i in range(rows)]
+def features(out, rows, length, channels, kind, k):
+    if kind == "targets":
+        values = [math.sin(0.7 * i) for i in range(rows * length * channels)]
+        lengths = [1 + (5 * i) % length for i in range(rows)]
+        write_tensors(out, {
+            "features": ("F32", [rows, length, channels], floats(values)),
+            "lengths": ("I32", [rows], struct.pack(f"<{rows}i", *lengths)),
+            "targets": ("F32", [rows, length, k], bytes(4 * rows * length * k)),
+        })
+        return
+    values, labels = [], []
+    for i in range(rows):
+        shift = math.sin(3.1 * i + k)
+        example = [shift + math.sin(1.9 * (i * length + t) * (c + 1) + k)
+                   for t in range(length) for c in range(channels)]
+        values += example
+        labels.append(1 if sum(example[0::channels]) > 0 else 0)
     write_tensors(out, {
         "features": ("F32", [rows, length, channels], floats(values)),
-        "lengths": ("I32", [rows], struct.pack(f"<{rows}i", *lengths)),
-        "targets": ("F32", [rows, length, targets],
-                    bytes(4 * rows * length * targets)),
+        "labels": ("I64", [rows], struct.pack(f"<{rows}q", *labels)),
     })
 
 
 if sys.argv[1] == "checkpoint":
     checkpoint(*sys.argv[2:5])
 else:
-    features(sys.argv[2], *[int(a) for a in sys.argv[3:7]])
+    features(sys.argv[2], *[int(a) for a in sys.argv[3:6]], sys.argv[6],
+             int(sys.argv[7]))

@@ -71,6 +71,10 @@ struct Dataset {
   /// (pixel / 255 - mean[c]) / stddev[c].
   std::vector<uint8_t> pixels;
   std::vector<float> mean, stddev;
+  /// Features given as floats instead (the tensors task,
+  /// lruc/host/TensorData.h): [n, length, channels], fed as they are;
+  /// `pixels`, `mean` and `stddev` are empty then.
+  std::vector<float> values;
 
   /// Sequences that were longer than `length` and were cut to it.
   int64_t truncated = 0;

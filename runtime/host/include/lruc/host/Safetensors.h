@@ -76,6 +76,9 @@ public:
   /// the tensor is missing or its dtype or element count differ.
   void copyTo(std::string_view tensor, DType dtype, void *out,
               uint64_t count) const;
+  /// Tensor `tensor`'s values widened to int64 (stored I32 or I64); throws
+  /// when it is missing or holds floats.
+  std::vector<int64_t> integers(std::string_view tensor) const;
 
 private:
   std::string name_;

@@ -5,7 +5,8 @@
 // validation set:
 //
 //   - tasks whose release has a validation split (listops, retrieval,
-//     pathfinder, pathx) use it;
+//     pathfinder, pathx; tensors when its directory has val.safetensors)
+//     use it;
 //   - the others (text, cifar, fashion_mnist) hold out `valFraction` of the
 //     training split, chosen by a permutation seeded with `seed`
 //     (DataOrder.h), and train on the rest;
@@ -52,6 +53,8 @@ public:
   const data::Dataset &split(data::Split split);
   /// "the val split", "10% of train held out (seed 1)".
   std::string validationSource() const;
+  /// Whether the task's data has a validation split of its own.
+  bool hasValidationSplit() const;
   const DataOptions &options() const { return options_; }
 
 private:

@@ -1,0 +1,45 @@
+//===- TensorData.h - The tensors task: a user's own data ------*- C++ -*-===//
+//
+// `train { data tensors("DIR") }` (or `lru-train --task tensors --data DIR`)
+// trains on data of any source, written as safetensors files (e.g. NumPy's
+// `safetensors.numpy.save_file`): DIR/train.safetensors,
+// DIR/test.safetensors and, optionally, DIR/val.safetensors (without it the
+// run holds out part of train, as for IMDB). Each holds, by the names of
+// the model's inputs, the examples as the first dimension:
+//
+//   tokens    I32/I64 [n, L]     token ids, 0 = padding (then none inside a
+//                                sequence); or tokens_a and tokens_b (pairs)
+//   lengths   I32/I64 [n]        optional (lengths_a, lengths_b for pairs):
+//                                each sequence ends at its last non-zero token
+//   features  F32 [n, L, C]      instead of tokens: every sequence L steps
+//   labels    I32/I64 [n]        classes 0, 1, ...
+//
+// Other tensors are passed over. Token sequences longer than the model's
+// length are cut (and counted, Dataset::truncated); features keep their
+// length (lru-train refuses a model of another). Everything else out of place
+// is a HostError naming the file, the tensor and, for a value, the example.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_HOST_TENSORDATA_H
+#define LRUC_HOST_TENSORDATA_H
+
+#include "lruc/data/Dataset.h"
+
+#include <filesystem>
+
+namespace lruc::host {
+
+/// The task's name in model files and on the command line.
+inline constexpr const char *kTensorsTask = "tensors";
+
+/// Split `split` of the tensors task under `root`, for a model whose
+/// sequences are `length` steps.
+data::Dataset readTensorData(const std::filesystem::path &root,
+                             data::Split split, int64_t length);
+
+/// Whether `root` holds a val.safetensors.
+bool tensorDataHasValidation(const std::filesystem::path &root);
+
+} // namespace lruc::host
+
+#endif // LRUC_HOST_TENSORDATA_H

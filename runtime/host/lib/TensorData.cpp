@@ -1,0 +1,205 @@
+//===- TensorData.cpp - The tensors task: a user's own data ---------------===//
+
+#include "lruc/host/TensorData.h"
+
+#include "lruc/host/Safetensors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lruc::host {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path splitFile(const fs::path &root, data::Split split) {
+  return root / (std::string(data::splitName(split)) + ".safetensors");
+}
+
+/// An integer tensor of `file`, checked for its rank and first dimension.
+struct IntegerTensor {
+  std::vector<int64_t> shape, values;
+};
+
+IntegerTensor integerTensor(const SafetensorsFile &file,
+                            const std::string &name, size_t rank,
+                            int64_t rows) {
+  const StoredTensor *stored = file.find(name);
+  if (!stored || stored->shape.size() != rank ||
+      (rows >= 0 && stored->shape[0] != rows))
+    throw HostError(fmt::format(
+        "{}: \"{}\" should be {} [{}{}]{}", file.name(), name, "I32 or I64",
+        rows >= 0 ? std::to_string(rows) : "n", rank == 2 ? ", L" : "",
+        stored ? fmt::format(", not {}", shapeString(stored->shape)) : ""));
+  return {stored->shape, file.integers(name)};
+}
+
+/// One side's token sequences: ragged, no padding inside.
+struct Sequences {
+  int64_t width = 0;            ///< L of the file
+  std::vector<uint16_t> tokens; ///< [n, width]
+  std::vector<int64_t> lengths;
+  int64_t vocab = 0; ///< the largest token + 1
+};
+
+Sequences readSequences(const SafetensorsFile &file, const std::string &name,
+                        const std::string &lengthsName, int64_t rows) {
+  IntegerTensor tokens = integerTensor(file, name, 2, rows);
+  Sequences s;
+  s.width = tokens.shape[1];
+  if (s.width < 1)
+    throw HostError(
+        fmt::format("{}: \"{}\" has sequences of 0 steps", file.name(), name));
+  s.tokens.resize(tokens.values.size());
+  for (size_t k = 0; k < tokens.values.size(); ++k) {
+    const int64_t v = tokens.values[k];
+    if (v < 0 || v > std::numeric_limits<uint16_t>::max())
+      throw HostError(fmt::format("{}: \"{}\"[{}, {}] = {} is outside [0, "
+                                  "65536)",
+                                  file.name(), name, k / size_t(s.width),
+                                  k % size_t(s.width), v));
+    s.tokens[k] = uint16_t(v);
+    s.vocab = std::max(s.vocab, v + 1);
+  }
+  if (file.find(lengthsName)) {
+    s.lengths = integerTensor(file, lengthsName, 1, rows).values;
+  } else { // up to the last non-zero token
+    s.lengths.resize(size_t(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      const uint16_t *row = s.tokens.data() + size_t(i * s.width);
+      int64_t length = s.width;
+      while (length > 0 && row[length - 1] == 0)
+        --length;
+      s.lengths[size_t(i)] = length;
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t length = s.lengths[size_t(i)];
+    if (length < 1 || length > s.width)
+      throw HostError(fmt::format(
+          "{}: example {} of \"{}\" has {} steps, not 1 to {}{}", file.name(),
+          i, name, length, s.width,
+          file.find(lengthsName) ? fmt::format(" (\"{}\")", lengthsName)
+                                 : " (all padding: token 0)"));
+    const uint16_t *row = s.tokens.data() + size_t(i * s.width);
+    for (int64_t t = 0; t < length; ++t)
+      if (row[t] == 0)
+        throw HostError(fmt::format(
+            "{}: \"{}\"[{}, {}] is 0, the padding token, inside a sequence "
+            "of {} steps",
+            file.name(), name, i, t, length));
+  }
+  return s;
+}
+
+/// Features keep the file's length: lru-train's checkModelFitsData compares
+/// it with the model's.
+void readFeatures(const SafetensorsFile &file, int64_t rows, data::Dataset &d) {
+  const StoredTensor *stored = file.find("features");
+  if (stored->dtype != DType::F32 || stored->shape.size() != 3 ||
+      stored->shape[0] != rows)
+    throw HostError(fmt::format("{}: \"features\" should be F32 [{}, L, C], "
+                                "not {} {}",
+                                file.name(), rows, dtypeName(stored->dtype),
+                                shapeString(stored->shape)));
+  d.kind = data::InputKind::Features;
+  d.length = stored->shape[1];
+  d.channels = stored->shape[2];
+  if (file.find("lengths"))
+    for (int64_t v : integerTensor(file, "lengths", 1, rows).values)
+      if (v != d.length)
+        throw HostError(fmt::format(
+            "{}: \"lengths\" holds {}: features run the whole {} steps (pad "
+            "them, or use tokens)",
+            file.name(), v, d.length));
+  const uint64_t count = numElements(stored->shape);
+  d.values.resize(count);
+  file.copyTo("features", DType::F32, d.values.data(), count);
+  for (uint64_t k = 0; k < count; ++k)
+    if (!std::isfinite(d.values[k])) {
+      const uint64_t step = uint64_t(d.channels),
+                     row = step * uint64_t(d.length);
+      throw HostError(fmt::format("{}: \"features\"[{}, {}, {}] = {} is not "
+                                  "finite",
+                                  file.name(), k / row, k % row / step,
+                                  k % step, d.values[k]));
+    }
+}
+
+} // namespace
+
+data::Dataset readTensorData(const fs::path &root, data::Split split,
+                             int64_t length) {
+  if (root.empty())
+    throw HostError("tensors: no data directory given (one holding "
+                    "train.safetensors, test.safetensors and optionally "
+                    "val.safetensors; docs/data.md)");
+  const fs::path path = splitFile(root, split);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw HostError(fmt::format(
+        "tensors: no {} (the task reads train.safetensors, test.safetensors "
+        "and optionally val.safetensors there; docs/data.md)",
+        path.string()));
+  const SafetensorsFile file = SafetensorsFile::read(path);
+
+  data::Dataset d;
+  const std::vector<int64_t> labels =
+      integerTensor(file, "labels", 1, -1).values;
+  const auto rows = int64_t(labels.size());
+  if (rows == 0)
+    throw HostError(fmt::format("{}: no examples", file.name()));
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t v = labels[size_t(i)];
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      throw HostError(fmt::format("{}: \"labels\"[{}] = {} is not a class "
+                                  "(0, 1, ...)",
+                                  file.name(), i, v));
+    d.classes = std::max(d.classes, v + 1);
+  }
+
+  if (file.find("features")) {
+    readFeatures(file, rows, d);
+    d.labels.assign(labels.begin(), labels.end());
+    return d;
+  }
+  const bool pairs = file.find("tokens_a") || file.find("tokens_b");
+  if (!pairs && !file.find("tokens"))
+    throw HostError(fmt::format("{}: no \"tokens\", \"tokens_a\" and "
+                                "\"tokens_b\", or \"features\": the inputs",
+                                file.name()));
+  std::vector<Sequences> sides;
+  if (pairs)
+    for (const char *side : {"a", "b"})
+      sides.push_back(readSequences(file, fmt::format("tokens_{}", side),
+                                    fmt::format("lengths_{}", side), rows));
+  else
+    sides.push_back(readSequences(file, "tokens", "lengths", rows));
+  d.kind = pairs ? data::InputKind::TokenPairs : data::InputKind::Tokens;
+  d.length = length != 0 ? length : sides[0].width;
+  for (const Sequences &s : sides)
+    d.vocab = std::max(d.vocab, s.vocab);
+  for (int64_t i = 0; i < rows; ++i) {
+    auto row = [&](const Sequences &s) {
+      return s.tokens.data() + size_t(i * s.width);
+    };
+    const auto label = int32_t(labels[size_t(i)]);
+    if (pairs)
+      d.addPair(row(sides[0]), size_t(sides[0].lengths[size_t(i)]),
+                row(sides[1]), size_t(sides[1].lengths[size_t(i)]), label);
+    else
+      d.addSequence(row(sides[0]), size_t(sides[0].lengths[size_t(i)]), label);
+  }
+  return d;
+}
+
+bool tensorDataHasValidation(const fs::path &root) {
+  std::error_code ec;
+  return fs::exists(splitFile(root, data::Split::Val), ec);
+}
+
+} // namespace lruc::host
