@@ -114,8 +114,7 @@ int64_t readColumn(const SafetensorsFile &file, const StoredTensor &stored,
     return rows;
   }
   if (stored.dtype == DType::I64 && in.dtype == DType::I32) {
-    std::vector<int64_t> wide(count);
-    file.copyTo(in.name, DType::I64, wide.data(), count);
+    const std::vector<int64_t> wide = file.integers(in.name);
     auto *narrow = reinterpret_cast<int32_t *>(column.bytes.data());
     for (uint64_t k = 0; k < count; ++k) {
       if (wide[k] < std::numeric_limits<int32_t>::min() ||
