@@ -409,8 +409,12 @@ int predictMain(int argc, char **argv) {
   } else {
     runCallsOnCallingThread(library);
   }
-  // One device: one batch at a time.
-  const int workers = gpu ? 1 : tools::threadsOrAllCores(threadsFlag);
+  // One device: one batch at a time; no more threads than batches.
+  const int64_t batches = (examples.rows + batch - 1) / batch;
+  const int workers =
+      gpu ? 1
+          : int(std::min<int64_t>(tools::threadsOrAllCores(threadsFlag),
+                                  batches));
   Runner runner{library, checkpoint, gpu.get(), {}};
   runner.carries.resize(size_t(workers));
 
