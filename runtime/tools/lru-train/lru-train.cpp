@@ -89,7 +89,7 @@ struct Flags {
   std::optional<std::string> data, out, task, schedule, initFrom;
   tools::DeviceFlags devices;
   std::optional<int64_t> batch, steps, epochs, seed, dropoutSeed, evalEvery,
-      evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter;
+      evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter, patience;
   std::optional<double> lr, warmup, floor, valFraction;
   bool resume = false;
 };
@@ -127,6 +127,10 @@ Flags parseFlags(int argc, char **argv) {
   cl.flag("init-from", &f.initFrom, "FILE",
           "start from a checkpoint's parameters and running statistics "
           "(fine-tuning; a new run: step 0, fresh optimizer state)");
+  cl.flag("patience", &f.patience, "N",
+          "stop early when N evaluations in a row bring no better "
+          "validation accuracy (then test the best checkpoint, as at the "
+          "end)");
   cl.flag("stop-after", &f.stopAfter, "N",
           "stop after step N, saving last.safetensors (continue later with "
           "--resume)");
@@ -163,7 +167,8 @@ Flags parseFlags(int argc, char **argv) {
                              {&f.maxTrain, "max-train"},
                              {&f.maxEval, "max-eval"},
                              {&f.logEvery, "log-every"},
-                             {&f.stopAfter, "stop-after"}})
+                             {&f.stopAfter, "stop-after"},
+                             {&f.patience, "patience"}})
     if (*value && **value <= 0)
       throw UsageError(
           fmt::format("--{} must be positive, not {}", name, **value));
@@ -209,6 +214,7 @@ struct RunSettings {
   uint64_t seed = 0, dropoutSeed = 0;
   double valFraction = 0.1;
   std::optional<int64_t> maxTrain, maxEval;
+  std::optional<int64_t> patience; ///< evaluations without a better one
 
   json fixed() const {
     return {{"task", task},
@@ -231,6 +237,7 @@ struct RunSettings {
     j["eval_every"] = evalEvery;
     j["eval_batch"] = evalBatch;
     j["max_eval"] = maxEval ? json(*maxEval) : json(nullptr);
+    j["patience"] = patience ? json(*patience) : json(nullptr);
     return j;
   }
 };
@@ -372,6 +379,7 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
   s.evalEvery = f.evalEvery.value_or(base.evalEvery > 0 ? base.evalEvery
                                                         : s.stepsPerEpoch);
   s.evalBatch = f.evalBatch.value_or(s.batch);
+  s.patience = f.patience;
   if (!stored)
     return;
   int64_t examples = s.trainExamples;
@@ -385,6 +393,8 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
                 f.steps ? "steps" : "epochs");
   if (!f.evalEvery)
     stored->adopt("eval_every", s.evalEvery, false, "eval-every");
+  if (!f.patience)
+    stored->adopt("patience", s.patience, false, "patience");
   if (!f.evalBatch)
     stored->adopt("eval_batch", s.evalBatch, false, "eval-batch");
 }
@@ -470,6 +480,7 @@ public:
     };
     bestAccuracy_ = number("best_val_accuracy", -1);
     bestStep_ = int64_t(number("best_step", 0));
+    evalsSinceBest_ = int64_t(number("evals_since_best", 0));
     elapsedBefore_ = number("elapsed_seconds", 0);
   }
 
@@ -592,6 +603,17 @@ public:
         evaluateAndSave();
         saved = true;
         stepClock = std::chrono::steady_clock::now();
+        if (s.patience && evalsSinceBest_ >= *s.patience &&
+            step != s.totalSteps) {
+          progress.finish();
+          std::fprintf(stderr,
+                       "%s: stopping early after step %lld of %lld: %lld "
+                       "evaluations without a better validation accuracy "
+                       "(--patience)\n",
+                       kTool, (long long)step, (long long)s.totalSteps,
+                       (long long)evalsSinceBest_);
+          break;
+        }
       }
       if (stopAfter && step == *stopAfter && step != s.totalSteps) {
         if (!saved)
@@ -619,8 +641,9 @@ public:
     }
     progress.finish();
     EvalResult test = testBest();
+    const int64_t steps = current_.step;
     std::printf("%s: %lld step%s in %s (%.2f steps/s training)\n", kTool,
-                (long long)s.totalSteps, s.totalSteps == 1 ? "" : "s",
+                (long long)steps, steps == 1 ? "" : "s",
                 formatDuration(elapsed()).c_str(), progress.stepsPerSecond());
     std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
                 100 * bestAccuracy_, (long long)bestStep_,
@@ -648,6 +671,7 @@ private:
     meta["best_val_accuracy"] =
         bestAccuracy_ < 0 ? "" : fmt::format("{:.17g}", bestAccuracy_);
     meta["best_step"] = std::to_string(bestStep_);
+    meta["evals_since_best"] = std::to_string(evalsSinceBest_);
     meta["elapsed_seconds"] = fmt::format("{:.3f}", elapsed());
     meta["train"] = settings_.all().dump();
     meta["data_order"] =
@@ -690,6 +714,7 @@ private:
       bestAccuracy_ = r.accuracy;
       bestStep_ = step;
     }
+    evalsSinceBest_ = best ? 0 : evalsSinceBest_ + 1;
     progress_->print(fmt::format("step {}: val loss {:.4f}, accuracy {:.2f}%{}",
                                  step, r.loss, 100 * r.accuracy,
                                  best ? " (best so far)" : ""));
@@ -725,6 +750,7 @@ private:
 
   Checkpoint current_; ///< on a GPU, as of the last save
   double bestAccuracy_ = -1;
+  int64_t evalsSinceBest_ = 0; ///< evaluations since the best one
   int64_t bestStep_ = 0;
   double elapsedBefore_ = 0; // wall seconds of earlier segments of this run
   std::chrono::steady_clock::time_point started_ =
