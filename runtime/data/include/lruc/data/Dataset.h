@@ -12,8 +12,9 @@
 //
 // A split keeps token sequences ragged (uint16, at most `length` each) and
 // image pixels as bytes with a per-channel normalisation, so that Path-X
-// (200k × 16384 pixels) takes 3.3 GB instead of 13 GB of floats; gather()
-// turns the chosen examples into the padded int32 / float batch.
+// (200k × 16384 pixels) takes 3.3 GB instead of 13 GB of floats (features
+// that are not pixels, from the tensors task, stay floats); gather() turns
+// the chosen examples into the padded int32 / float batch.
 //
 // Errors: every reader throws lruc::data::DataError (Error.h).
 //
