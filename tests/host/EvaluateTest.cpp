@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace {
 
 using namespace lruc::host;
@@ -100,6 +103,40 @@ TEST(Inputs, RegressionModelsAreNotTrainedYet) {
   EXPECT_EQ(fitError(m, dataset(InputKind::Features, 8, 1, 1)),
             "m.so: the model reads input \"targets\", which task (train) "
             "(features data) does not provide");
+}
+
+} // namespace
+
+namespace {
+
+TEST(Evaluate, ConfusionCountsEachLabelsPredictions) {
+  // Three classes; the "model" predicts the features of the single step.
+  Manifest m = manifestWith({{"features", DType::F32, {-1, 1, 3}},
+                             {"lengths", DType::I32, {-1}},
+                             {"labels", DType::I32, {-1}}},
+                            3);
+  lruc::data::Dataset d = dataset(InputKind::Features, 1, 3, 3);
+  const float nan = std::nanf("");
+  // predicted class:  0        1        2        2        0    (none: NaN)
+  d.values = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, nan, nan, nan};
+  d.labels = {0, 1, 1, 2, 2, 0};
+  ForwardFn forward = [](int64_t count, const void *const *inputs,
+                         float *const *outputs) {
+    const auto *features = static_cast<const float *>(inputs[0]);
+    std::copy_n(features, count * 3, outputs[1]);
+    *outputs[0] = 0.5f;
+  };
+  for (int threads : {1, 3}) {
+    EvalResult r = evaluate(m, forward, d, /*batch=*/2, threads);
+    EXPECT_EQ(r.examples, 6);
+    EXPECT_EQ(r.classes, 3);
+    EXPECT_DOUBLE_EQ(r.loss, 0.5);
+    EXPECT_DOUBLE_EQ(r.accuracy, 3.0 / 6.0); // examples 0, 1 and 3
+    EXPECT_EQ(r.confusion,
+              (std::vector<int64_t>{1, 0, 0,    // label 0: the NaN in no column
+                                    0, 1, 1,    // label 1
+                                    1, 0, 1})); // label 2
+  }
 }
 
 } // namespace

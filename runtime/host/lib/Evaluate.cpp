@@ -220,10 +220,12 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   const size_t numBatches = (n + size_t(batch) - 1) / size_t(batch);
   const int64_t classes = manifest.outputs[1].shape.back();
   std::vector<double> lossSums(numBatches, 0.0);
-  std::vector<int64_t> correct(numBatches, 0);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
   const auto workers = size_t(threads);
+  // Counts add up in any order: one matrix a worker.
+  std::vector<std::vector<int64_t>> confusion(
+      workers, std::vector<int64_t>(size_t(classes * classes), 0));
   std::vector<data::Batch> batches(workers);
   std::vector<OutputBuffers> outputs(workers, OutputBuffers{manifest});
   std::vector<std::vector<size_t>> indices(workers);
@@ -239,18 +241,27 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     forward(count, inputs.data(), out.resize(count));
     const size_t i = begin / size_t(batch);
     lossSums[i] = double(out.loss()) * double(count);
-    correct[i] =
-        countCorrect(out.predictions(), classes, b.labels.data(), count);
+    std::vector<int64_t> &counts = confusion[size_t(worker)];
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t predicted =
+          argmax(out.predictions() + k * classes, classes);
+      const int64_t label = b.labels[size_t(k)];
+      if (predicted >= 0 && label >= 0 && label < classes)
+        ++counts[size_t(label * classes + predicted)];
+    }
   });
 
-  double lossSum = 0;
-  int64_t hits = 0;
-  for (size_t i = 0; i < numBatches; ++i) {
-    lossSum += lossSums[i];
-    hits += correct[i];
-  }
+  result.classes = classes;
+  result.confusion = std::move(confusion[0]);
+  for (size_t w = 1; w < workers; ++w)
+    for (size_t k = 0; k < result.confusion.size(); ++k)
+      result.confusion[k] += confusion[w][k];
+  int64_t hits = 0; // the diagonal: argmax == label
+  for (int64_t c = 0; c < classes; ++c)
+    hits += result.confusion[size_t(c * classes + c)];
   result.examples = int64_t(n);
-  result.loss = lossSum / double(n);
+  result.loss =
+      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) / double(n);
   result.accuracy = double(hits) / double(n);
   return result;
 }

@@ -271,11 +271,43 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
         maxDiff));
 }
 
-void printResult(const std::string &what, int64_t step, const EvalResult &r) {
+/// Classes past this many get their accuracy but no matrix columns.
+constexpr int64_t kConfusionColumns = 20;
+
+void printResult(const std::string &what, int64_t step, const EvalResult &r,
+                 bool confusion) {
   std::printf("%s: %s, step %lld: loss %.4f, accuracy %.2f%% (%lld "
               "examples)\n",
               kTool, what.c_str(), (long long)step, r.loss, 100 * r.accuracy,
               (long long)r.examples);
+  if (!confusion)
+    return;
+  const int64_t k = r.classes;
+  const bool matrix = k <= kConfusionColumns;
+  std::string header = "  label  examples  accuracy";
+  if (matrix) {
+    header += "  | predicted:";
+    for (int64_t c = 0; c < k; ++c)
+      header += fmt::format(" {:>6}", c);
+  }
+  std::printf("%s\n", header.c_str());
+  for (int64_t label = 0; label < k; ++label) {
+    const int64_t *row = r.confusion.data() + label * k;
+    int64_t examples = 0;
+    for (int64_t c = 0; c < k; ++c)
+      examples += row[c];
+    std::string line = fmt::format(
+        "  {:>5}  {:>8}  {:>8}", label, examples,
+        examples ? fmt::format("{:.2f}%",
+                               100.0 * double(row[label]) / double(examples))
+                 : "-");
+    if (matrix) {
+      line += "  |           ";
+      for (int64_t c = 0; c < k; ++c)
+        line += fmt::format(" {:>6}", row[c]);
+    }
+    std::printf("%s\n", line.c_str());
+  }
 }
 
 int evalMain(int argc, char **argv) {
@@ -283,7 +315,7 @@ int evalMain(int argc, char **argv) {
   tools::DeviceFlags devices;
   std::optional<int64_t> batchFlag, maxEval, threadsFlag, batchIndex,
       streamIndex, streamEvery;
-  bool grads = false;
+  bool grads = false, confusion = false;
   tools::CommandLine cl(kTool, "model.so CHECKPOINT [options]");
   cl.flag("split", &splitName, "NAME", "test (default), val or train");
   cl.flag("data", &dataRoot, "DIR", "where the task's data is (default: the run's)");
@@ -295,6 +327,9 @@ int evalMain(int argc, char **argv) {
   cl.flag("dump-batch", &dump, "FILE", "write one batch's inputs and outputs to FILE (safetensors)");
   cl.flag("batch-index", &batchIndex, "I", "the batch --dump-batch writes (default 0)");
   cl.flag("grads", &grads, "with --dump-batch: also the parameter gradients (backward, train mode)");
+  cl.flag("confusion", &confusion,
+          "also each label's accuracy and, up to 20 classes, which class "
+          "its examples were predicted as");
   cl.flag("stream", &streamIndex, "I", "feed example I of the split through the step mode, one step at a time");
   cl.flag("stream-every", &streamEvery, "N", "with --stream: print the prediction every N steps (default: 8 times in all)");
   std::vector<std::string> positional = cl.parse(argc, argv);
@@ -313,6 +348,9 @@ int evalMain(int argc, char **argv) {
     throw UsageError("--stream-every goes with --stream I");
   if (streamEvery && *streamEvery <= 0)
     throw UsageError("--stream-every must be positive");
+  if (confusion && (dump || streamIndex))
+    throw UsageError("--confusion goes with an evaluation, not --dump-batch "
+                     "or --stream");
   if (streamIndex && dump)
     throw UsageError("--stream and --dump-batch are separate commands; "
                      "give one");
@@ -404,7 +442,7 @@ int evalMain(int argc, char **argv) {
           gpu->forward(count, inputs, outputs);
         },
         dataset, batch);
-    printResult(what, checkpoint.step, r);
+    printResult(what, checkpoint.step, r, confusion);
     return 0;
   }
   // Batches in parallel, each on one thread (the library's kernel pool
@@ -412,7 +450,7 @@ int evalMain(int argc, char **argv) {
   runCallsOnCallingThread(library);
   EvalResult r = evaluate(library, checkpoint.params.data(),
                           checkpoint.state.data(), dataset, batch, threads);
-  printResult(what, checkpoint.step, r);
+  printResult(what, checkpoint.step, r, confusion);
   return 0;
 }
 

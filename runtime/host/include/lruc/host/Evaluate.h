@@ -66,6 +66,11 @@ struct EvalResult {
   double loss = 0;     ///< mean over examples
   double accuracy = 0; ///< fraction whose argmax prediction is the label
   int64_t examples = 0;
+  /// [label][predicted class], `classes` × `classes` (the predictions'
+  /// width): how many examples of each label got each argmax (an all-NaN
+  /// prediction counts in no column).
+  int64_t classes = 0;
+  std::vector<int64_t> confusion;
 };
 
 /// Evaluates `dataset` (eval mode) in batches of at most `batch` examples,
