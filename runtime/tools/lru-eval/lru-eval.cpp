@@ -2,11 +2,12 @@
 //
 //   lru-eval model.so CHECKPOINT [--split test|val|train] [--data DIR]
 //            [--batch N] [--max-eval N] [--threads N] [--device cpu|gpu|auto]
-//            [--matmul fp32|tf32]
+//            [--matmul fp32|tf32] [--confusion]
 //            [--dump-batch FILE.safetensors --batch-index I [--grads]]
 //            [--stream I [--stream-every N]]
 //
-// Prints the loss and accuracy of the checkpoint on a split (eval mode).
+// Prints the loss and accuracy of the checkpoint on a split (eval mode);
+// --confusion adds each label's accuracy and the confusion matrix.
 // The splits are the run's (lruc/host/TaskData.h): the checkpoint's
 // metadata says which task, seed and hold-out it trained with. On a GPU
 // (--device, as lru-train's) the batches run one after another on the
