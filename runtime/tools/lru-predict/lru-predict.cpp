@@ -35,14 +35,18 @@
 #include "lruc/host/GpuModel.h"
 #include "lruc/host/Memory.h"
 #include "lruc/host/ModelLibrary.h"
+#include "lruc/host/Progress.h"
 #include "lruc/host/Safetensors.h"
 
 #include <fmt/format.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 namespace fs = std::filesystem;
@@ -257,6 +261,47 @@ struct Runner {
   }
 };
 
+/// On a terminal, "lru-predict: 1234/50000 examples, 0:42 left", redrawn
+/// at most twice a second as batches finish; nothing in a log.
+class ExampleProgress {
+public:
+  explicit ExampleProgress(int64_t total)
+      : total_(total), terminal_(isatty(STDERR_FILENO)) {}
+  ExampleProgress(const ExampleProgress &) = delete;
+  ExampleProgress &operator=(const ExampleProgress &) = delete;
+  ~ExampleProgress() {
+    if (shown_)
+      std::fprintf(stderr, "\r\033[K");
+  }
+
+  void batchDone(int64_t examples) {
+    if (!terminal_)
+      return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ += examples;
+    const auto now = Clock::now();
+    if (now - shownAt_ < std::chrono::milliseconds(500))
+      return;
+    shownAt_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(
+        stderr, "\r%s: %lld/%lld examples, %s left\033[K", kTool,
+        (long long)done_, (long long)total_,
+        formatDuration(elapsed * double(total_ - done_) / double(done_))
+            .c_str());
+    shown_ = true;
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  const int64_t total_;
+  const bool terminal_;
+  std::mutex mutex_;
+  int64_t done_ = 0;
+  bool shown_ = false;
+  Clock::time_point start_ = Clock::now(), shownAt_ = start_;
+};
+
 struct Predictions {
   std::vector<int64_t> shape;
   std::vector<float> values;
@@ -266,7 +311,7 @@ struct Predictions {
 /// forward on every batch: the predictions of each go straight into their
 /// rows of the output.
 Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
-                         int workers) {
+                         int workers, ExampleProgress &progress) {
   const Manifest &m = runner.library.manifest();
   const TensorInfo &info = m.outputs.at(1);
   const size_t row = outputElements(info, 1);
@@ -292,6 +337,7 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
                 : double(count);
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
+        progress.batchDone(count);
       });
   out.loss = std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
              std::accumulate(weights.begin(), weights.end(), 0.0);
@@ -301,7 +347,7 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
 /// Step mode on every batch from a fresh carry: the predictions after
 /// each step, [rows, L, ...]; NaN past each sequence's end.
 Predictions predictStreamed(Runner &runner, const Examples &ex, int64_t batch,
-                            int workers) {
+                            int workers, ExampleProgress &progress) {
   const Manifest &m = runner.library.manifest();
   const StepInfo &stepInfo = *m.step;
   // Each step input is the same-named sequence input at step t.
@@ -354,6 +400,7 @@ Predictions predictStreamed(Runner &runner, const Examples &ex, int64_t batch,
                               ((begin + size_t(b)) * size_t(L) + size_t(t)) *
                                   row);
         }
+        progress.batchDone(count);
       });
   return out;
 }
@@ -419,9 +466,13 @@ int predictMain(int argc, char **argv) {
   runner.carries.resize(size_t(workers));
 
   const auto start = std::chrono::steady_clock::now();
-  const Predictions predictions =
-      stream ? predictStreamed(runner, examples, batch, workers)
-             : predictWhole(runner, examples, batch, workers);
+  Predictions predictions;
+  {
+    ExampleProgress progress(examples.rows);
+    predictions =
+        stream ? predictStreamed(runner, examples, batch, workers, progress)
+               : predictWhole(runner, examples, batch, workers, progress);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
