@@ -95,14 +95,38 @@ TEST(Inputs, TokensAndPairs) {
                                        b.labels.data()}));
 }
 
-TEST(Inputs, RegressionModelsAreNotTrainedYet) {
+TEST(Inputs, TheLossInputMatchesTheSupervision) {
   Manifest m = manifestWith({{"features", DType::F32, {-1, 8, 1}},
                              {"lengths", DType::I32, {-1}},
-                             {"targets", DType::F32, {-1, 1}}},
+                             {"targets", DType::F32, {-1, 8, 1}}},
                             1);
+  m.outputs[1].shape = {-1, 8, 1};
   EXPECT_EQ(fitError(m, dataset(InputKind::Features, 8, 1, 1)),
             "m.so: the model reads input \"targets\", which task (train) "
             "(features data) does not provide");
+  lruc::data::Dataset real = dataset(InputKind::Features, 8, 1, 0);
+  real.supervision = lruc::data::Supervision::Targets;
+  real.targetShape = {8, 1};
+  EXPECT_EQ(fitError(m, real), "");
+  real.targetShape = {1};
+  EXPECT_EQ(fitError(m, real),
+            "m.so: input \"targets\" is F32 [B, 8, 1]; task (train) gives "
+            "F32 [B, 1]");
+
+  // A class a step: labels [B, L].
+  Manifest tagger = manifestWith({{"features", DType::F32, {-1, 8, 1}},
+                                  {"lengths", DType::I32, {-1}},
+                                  {"labels", DType::I32, {-1, 8}}},
+                                 3);
+  tagger.outputs[1].shape = {-1, 8, 3};
+  lruc::data::Dataset steps = dataset(InputKind::Features, 8, 1, 3);
+  steps.supervision = lruc::data::Supervision::StepLabels;
+  EXPECT_EQ(fitError(tagger, steps), "");
+  EXPECT_EQ(fitError(tagger, dataset(InputKind::Features, 8, 1, 3)),
+            "m.so: input \"labels\" is I32 [B, 8]; task (train) gives I32 [B]");
+  steps.classes = 4;
+  EXPECT_EQ(fitError(tagger, steps),
+            "m.so: predictions are [-1, 8, 3]; task (train) has 4 classes");
 }
 
 } // namespace
@@ -137,6 +161,48 @@ TEST(Evaluate, ConfusionCountsEachLabelsPredictions) {
                                     0, 1, 1,    // label 1
                                     1, 0, 1})); // label 2
   }
+}
+
+} // namespace
+
+namespace {
+
+TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
+  // Two steps, two classes; the "model" predicts the features of each step.
+  Manifest m = manifestWith({{"features", DType::F32, {-1, 2, 2}},
+                             {"lengths", DType::I32, {-1}},
+                             {"labels", DType::I32, {-1, 2}}},
+                            2);
+  m.outputs[1].shape = {-1, 2, 2};
+  lruc::data::Dataset d = dataset(InputKind::Features, 2, 2, 2);
+  d.supervision = lruc::data::Supervision::StepLabels;
+  // predicted:   step 0: 0, step 1: 1 | step 0: 1, step 1: 1
+  d.values = {1, 0, 0, 1, 0, 1, 0, 1};
+  d.labels = {0, 0};
+  d.stepLabels = {0, 0, 1, 1};
+  ForwardFn forward = [](int64_t count, const void *const *inputs,
+                         float *const *outputs) {
+    std::copy_n(static_cast<const float *>(inputs[0]), count * 4, outputs[1]);
+    *outputs[0] = 0.25f;
+  };
+  EvalResult r = evaluate(m, forward, d, /*batch=*/1, /*threads=*/2);
+  EXPECT_TRUE(r.perStep);
+  EXPECT_DOUBLE_EQ(r.accuracy, 3.0 / 4.0);
+  EXPECT_DOUBLE_EQ(r.loss, 0.25);
+  EXPECT_EQ(r.confusion, (std::vector<int64_t>{1, 1, 0, 2}));
+
+  Manifest regression = m;
+  regression.inputs[2] = {"targets", DType::F32, {-1, 2, 2}};
+  d.supervision = lruc::data::Supervision::Targets;
+  d.stepLabels.clear();
+  d.classes = 0;
+  d.targetShape = {2, 2};
+  d.targets.assign(8, 0.5f);
+  r = evaluate(regression, forward, d, 1, 1);
+  EXPECT_EQ(r.classes, 0);
+  EXPECT_TRUE(std::isnan(r.accuracy));
+  EXPECT_TRUE(r.confusion.empty());
+  EXPECT_DOUBLE_EQ(r.loss, 0.25);
 }
 
 } // namespace

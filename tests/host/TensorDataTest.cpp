@@ -110,6 +110,39 @@ TEST(TensorData, PairsAndFeatures) {
   EXPECT_EQ(batch.lengths, (std::vector<int32_t>{2}));
 }
 
+TEST(TensorData, StepLabelsAndTargets) {
+  TempDir dir;
+  const Tensor features{
+      "features", DType::F32, {2, 3, 1}, {}, {1, 2, 3, 4, 5, 6}};
+  writeSplit(
+      dir, "train",
+      {features, {"labels", DType::I64, {2, 3}, {0, 1, 2, 2, 1, 0}, {}}});
+  data::Dataset steps = readTensorData(dir.path(), Split::Train, 3);
+  EXPECT_EQ(steps.invariantViolation(), "");
+  EXPECT_EQ(steps.supervision, data::Supervision::StepLabels);
+  EXPECT_EQ(steps.classes, 3);
+  EXPECT_EQ(steps.labels, (std::vector<int32_t>{0, 0}));
+  data::Batch b = data::gather(data::subset(steps, {1}), {0});
+  EXPECT_EQ(b.stepLabels, (std::vector<int32_t>{2, 1, 0}));
+
+  writeSplit(
+      dir, "train",
+      {features, {"targets", DType::F32, {2, 3, 1}, {}, {0, 1, 2, 3, 4, 5}}});
+  data::Dataset real = readTensorData(dir.path(), Split::Train, 3);
+  EXPECT_EQ(real.invariantViolation(), "");
+  EXPECT_EQ(real.supervision, data::Supervision::Targets);
+  EXPECT_EQ(real.classes, 0);
+  EXPECT_EQ(real.targetShape, (std::vector<int64_t>{3, 1}));
+  b = data::gather(real, {1});
+  EXPECT_EQ(b.targets, (std::vector<float>{3, 4, 5}));
+
+  // A target an example: no step count to match.
+  writeSplit(dir, "train",
+             {features, {"targets", DType::F32, {2, 2}, {}, {0, 1, 2, 3}}});
+  EXPECT_EQ(readTensorData(dir.path(), Split::Train, 3).targetShape,
+            (std::vector<int64_t>{2}));
+}
+
 TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
   TempDir dir;
   const std::string file = (dir / "train.safetensors").string();
@@ -152,6 +185,20 @@ TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
          "\"features\" should be F32 [2, L, C], not I32 [2, 1, 1]");
   expect({labels, {"features", DType::F32, {2, 1, 1}, {}, {1, std::nanf("")}}},
          "\"features\"[1, 0, 0] = nan is not finite");
+  const Tensor features{"features", DType::F32, {2, 2, 1}, {}, {1, 2, 3, 4}};
+  expect({features, labels, {"targets", DType::F32, {2, 1}, {}, {0, 0}}},
+         "both \"labels\" and \"targets\": keep the one the model's loss "
+         "reads");
+  expect({features, {"targets", DType::F32, {2}, {}, {0, 0}}},
+         "\"targets\" should be F32 [n, ...], not F32 [2]");
+  expect({features, {"targets", DType::F32, {2, 1}, {}, {0, INFINITY}}},
+         "\"targets\" value inf (example 1) is not finite");
+  expect({features, {"targets", DType::F32, {2, 3, 1}, {}, {0, 0, 0, 0, 0, 0}}},
+         "\"targets\" has 3 steps an example; the model reads 2");
+  expect({features, {"labels", DType::I32, {2, 3}, {0, 0, 0, 0, 0, 0}, {}}},
+         "\"labels\" has 3 steps an example; the model reads 2");
+  expect({features, {"labels", DType::I32, {2, 2}, {0, 1, -1, 0}, {}}},
+         "\"labels\"[1, 0] = -1 is not a class (0, 1, ...)");
   expect({labels,
           {"features", DType::F32, {2, 2, 1}, {}, {1, 2, 3, 4}},
           {"lengths", DType::I32, {2}, {2, 1}, {}}},

@@ -1090,10 +1090,8 @@ void Sema::checkTrain(const ast::Model &m, const ast::Train &t) {
     diags_.error(t.data->loc, message);
     diags_.note(m.input.loc, "the model input is declared here");
   };
-  if (task->fromFiles) {
-    checkClassification(m, t, task->name);
+  if (task->fromFiles) // lru-train checks the model against the files
     return;
-  }
   auto kindName = [](ast::InputKind k) {
     return k == ast::InputKind::Tokens       ? "tokens"
            : k == ast::InputKind::Features   ? "features"

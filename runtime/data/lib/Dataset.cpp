@@ -48,13 +48,56 @@ void Dataset::addPair(const uint16_t *a, size_t countA, const uint16_t *b,
   labels.push_back(label);
 }
 
+namespace {
+
+size_t targetRow(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= size_t(d);
+  return n;
+}
+
+std::string supervisionViolation(const Dataset &d) {
+  const size_t n = d.labels.size();
+  switch (d.supervision) {
+  case Supervision::Labels:
+    if (!d.stepLabels.empty() || !d.targets.empty())
+      return "step labels or targets beside labels";
+    return {};
+  case Supervision::StepLabels:
+    if (d.stepLabels.size() != n * size_t(d.length))
+      return fmt::format("{} step labels for {} examples of {} steps",
+                         d.stepLabels.size(), n, d.length);
+    for (size_t k = 0; k < d.stepLabels.size(); ++k)
+      if (d.stepLabels[k] < 0 || d.stepLabels[k] >= d.classes)
+        return fmt::format("step label {} is not in [0, {})", d.stepLabels[k],
+                           d.classes);
+    break;
+  case Supervision::Targets:
+    if (d.targetShape.empty() ||
+        d.targets.size() != n * targetRow(d.targetShape))
+      return fmt::format("{} target values for {} examples", d.targets.size(),
+                         n);
+    break;
+  }
+  for (int32_t label : d.labels)
+    if (label != 0)
+      return "a label beside step labels or targets";
+  return {};
+}
+
+} // namespace
+
 std::string Dataset::invariantViolation() const {
   if (length < 1)
     return fmt::format("length {} < 1", length);
   for (size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= classes)
+    if (supervision == Supervision::Labels &&
+        (labels[i] < 0 || labels[i] >= classes))
       return fmt::format("label {} of example {} is not in [0, {})", labels[i],
                          i, classes);
+  if (std::string broken = supervisionViolation(*this); !broken.empty())
+    return broken;
   if (kind == InputKind::Features && !values.empty()) {
     if (channels < 1 || !pixels.empty())
       return "float features with channels < 1 or pixels too";
@@ -91,8 +134,25 @@ std::string Dataset::invariantViolation() const {
   return {};
 }
 
+namespace {
+
+/// Appends row `i` (`width` values) of `from` to `to`; nothing when `from`
+/// is empty (a kind of supervision not in use).
+template <typename T>
+void copyRow(const std::vector<T> &from, std::vector<T> &to, size_t i,
+             size_t width) {
+  if (from.empty())
+    return;
+  to.insert(to.end(), from.begin() + ptrdiff_t(i * width),
+            from.begin() + ptrdiff_t((i + 1) * width));
+}
+
+} // namespace
+
 Dataset subset(const Dataset &dataset, const std::vector<size_t> &indices) {
   Dataset out;
+  out.supervision = dataset.supervision;
+  out.targetShape = dataset.targetShape;
   out.kind = dataset.kind;
   out.length = dataset.length;
   out.channels = dataset.channels;
@@ -106,6 +166,8 @@ Dataset subset(const Dataset &dataset, const std::vector<size_t> &indices) {
       throw std::out_of_range(fmt::format(
           "example {} of a dataset of {}", i, dataset.size()));
     out.labels.push_back(dataset.labels[i]);
+    copyRow(dataset.stepLabels, out.stepLabels, i, size_t(dataset.length));
+    copyRow(dataset.targets, out.targets, i, targetRow(dataset.targetShape));
     if (dataset.kind == InputKind::Features && !dataset.values.empty()) {
       auto begin = dataset.values.begin() + ptrdiff_t(i * step);
       out.values.insert(out.values.end(), begin, begin + ptrdiff_t(step));
@@ -159,6 +221,11 @@ void gather(const Dataset &dataset, const size_t *indices, size_t count,
   batch.tokensB.resize(pairs ? count * size_t(L) : 0);
   batch.lengthsB.resize(pairs ? count : 0);
   batch.features.resize(features ? count * size_t(L * C) : 0);
+  batch.supervision = dataset.supervision;
+  batch.targetShape = dataset.targetShape;
+  const size_t targetWidth = targetRow(dataset.targetShape);
+  batch.stepLabels.resize(dataset.stepLabels.empty() ? 0 : count * size_t(L));
+  batch.targets.resize(dataset.targets.empty() ? 0 : count * targetWidth);
   // Every byte value of every channel, normalised once (pixel features).
   const bool pixels = features && dataset.values.empty();
   std::vector<float> lut(pixels ? size_t(C) * 256 : 0);
@@ -171,6 +238,12 @@ void gather(const Dataset &dataset, const size_t *indices, size_t count,
       throw std::out_of_range(fmt::format(
           "example {} of a dataset of {}", i, dataset.size()));
     batch.labels[b] = dataset.labels[i];
+    if (!dataset.stepLabels.empty())
+      std::copy_n(dataset.stepLabels.data() + i * size_t(L), size_t(L),
+                  batch.stepLabels.data() + b * size_t(L));
+    if (!dataset.targets.empty())
+      std::copy_n(dataset.targets.data() + i * targetWidth, targetWidth,
+                  batch.targets.data() + b * targetWidth);
     if (features && !dataset.values.empty()) {
       batch.lengths[b] = int32_t(L);
       std::copy_n(dataset.values.data() + i * size_t(L * C), size_t(L * C),

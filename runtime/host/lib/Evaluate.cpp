@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -33,8 +34,20 @@ Source sourceOf(const std::string &name, const data::Batch &batch) {
   auto ints = [](const std::vector<int32_t> &v, std::vector<int64_t> dims) {
     return Source{true, v.data(), DType::I32, std::move(dims)};
   };
-  if (name == "labels")
-    return ints(batch.labels, {});
+  switch (batch.supervision) {
+  case data::Supervision::Labels:
+    if (name == "labels")
+      return ints(batch.labels, {});
+    break;
+  case data::Supervision::StepLabels:
+    if (name == "labels")
+      return ints(batch.stepLabels, {L});
+    break;
+  case data::Supervision::Targets:
+    if (name == "targets")
+      return {true, batch.targets.data(), DType::F32, batch.targetShape};
+    break;
+  }
   switch (batch.kind) {
   case InputKind::Features:
     if (name == "features")
@@ -82,6 +95,8 @@ void checkModelFitsData(const Manifest &m, const std::string &lib,
   shape.kind = dataset.kind;
   shape.length = dataset.length;
   shape.channels = dataset.channels;
+  shape.supervision = dataset.supervision;
+  shape.targetShape = dataset.targetShape;
   for (const TensorInfo &input : m.inputs) {
     Source source = sourceOf(input.name, shape);
     if (input.shape.empty() || input.shape[0] != -1)
@@ -100,13 +115,18 @@ void checkModelFitsData(const Manifest &m, const std::string &lib,
           fmt::join(dims, ", "), what, dtypeName(source.dtype),
           source.dims.empty() ? "" : ", ", fmt::join(source.dims, ", ")));
   }
-  if (!m.findInput("labels"))
-    throw HostError(fmt::format(
-        "{}: the model has no \"labels\" input; lru-train trains "
-        "classifiers (cross_entropy) only",
-        lib));
+  const char *supervision =
+      dataset.supervision == data::Supervision::Targets ? "targets" : "labels";
+  if (!m.findInput(supervision))
+    throw HostError(
+        fmt::format("{}: the model's loss reads no \"{}\"; {} gives {}", lib,
+                    supervision, what,
+                    dataset.supervision == data::Supervision::Targets
+                        ? "real targets (loss mse)"
+                        : "class labels (loss cross_entropy)"));
   const TensorInfo &predictions = m.outputs[1];
-  if (predictions.shape.size() != 2 || predictions.shape[1] < dataset.classes)
+  if (dataset.supervision != data::Supervision::Targets &&
+      predictions.shape.back() < dataset.classes)
     throw HostError(fmt::format(
         "{}: predictions are {}; {} has {} classes", lib,
         shapeString(predictions.shape), what, dataset.classes));
@@ -141,6 +161,34 @@ int64_t countCorrect(const float *predictions, int64_t classes,
   for (int64_t k = 0; k < count; ++k)
     hits += argmax(predictions + k * classes, classes) == labels[k];
   return hits;
+}
+
+Hits countHits(const float *predictions, int64_t classes,
+               const data::Batch &batch, int64_t *confusion) {
+  Hits h;
+  auto score = [&](const float *row, int64_t label) {
+    const int64_t predicted = argmax(row, classes);
+    ++h.total;
+    h.hits += predicted == label;
+    if (confusion && predicted >= 0 && label >= 0 && label < classes)
+      ++confusion[label * classes + predicted];
+  };
+  const int64_t L = batch.length;
+  switch (batch.supervision) {
+  case data::Supervision::Labels:
+    for (int64_t k = 0; k < batch.size; ++k)
+      score(predictions + k * classes, batch.labels[size_t(k)]);
+    break;
+  case data::Supervision::StepLabels:
+    for (int64_t k = 0; k < batch.size; ++k)
+      for (int64_t t = 0; t < batch.lengths[size_t(k)]; ++t)
+        score(predictions + (k * L + t) * classes,
+              batch.stepLabels[size_t(k * L + t)]);
+    break;
+  case data::Supervision::Targets:
+    break;
+  }
+  return h;
 }
 
 float *const *OutputBuffers::resize(int64_t batch) {
@@ -218,14 +266,21 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     return result;
   batch = std::max<int64_t>(batch, 1);
   const size_t numBatches = (n + size_t(batch) - 1) / size_t(batch);
-  const int64_t classes = manifest.outputs[1].shape.back();
-  std::vector<double> lossSums(numBatches, 0.0);
+  const TensorInfo &predictions = manifest.outputs[1];
+  const bool perStep = predictions.shape.size() == 3;
+  const int64_t classes = dataset.supervision == data::Supervision::Targets
+                              ? 0
+                              : predictions.shape.back();
+  // A batch's loss is a mean over its examples or, per step, over its real
+  // steps: each is weighed by how many it averaged.
+  std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
   const auto workers = size_t(threads);
-  // Counts add up in any order: one matrix a worker.
+  // Counts add up in any order: one set a worker.
   std::vector<std::vector<int64_t>> confusion(
       workers, std::vector<int64_t>(size_t(classes * classes), 0));
+  std::vector<Hits> hits(workers);
   std::vector<data::Batch> batches(workers);
   std::vector<OutputBuffers> outputs(workers, OutputBuffers{manifest});
   std::vector<std::vector<size_t>> indices(workers);
@@ -240,29 +295,36 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     OutputBuffers &out = outputs[size_t(worker)];
     forward(count, inputs.data(), out.resize(count));
     const size_t i = begin / size_t(batch);
-    lossSums[i] = double(out.loss()) * double(count);
-    std::vector<int64_t> &counts = confusion[size_t(worker)];
-    for (int64_t k = 0; k < count; ++k) {
-      const int64_t predicted =
-          argmax(out.predictions() + k * classes, classes);
-      const int64_t label = b.labels[size_t(k)];
-      if (predicted >= 0 && label >= 0 && label < classes)
-        ++counts[size_t(label * classes + predicted)];
+    weights[i] = perStep
+                     ? std::accumulate(b.lengths.begin(), b.lengths.end(), 0.0)
+                     : double(count);
+    lossSums[i] = double(out.loss()) * weights[i];
+    if (classes > 0) {
+      Hits h = countHits(out.predictions(), classes, b,
+                         confusion[size_t(worker)].data());
+      hits[size_t(worker)].hits += h.hits;
+      hits[size_t(worker)].total += h.total;
     }
   });
 
+  result.examples = int64_t(n);
+  result.loss = std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
+                std::accumulate(weights.begin(), weights.end(), 0.0);
   result.classes = classes;
+  result.perStep = dataset.supervision == data::Supervision::StepLabels;
+  result.accuracy = std::numeric_limits<double>::quiet_NaN();
+  if (classes == 0)
+    return result;
   result.confusion = std::move(confusion[0]);
   for (size_t w = 1; w < workers; ++w)
     for (size_t k = 0; k < result.confusion.size(); ++k)
       result.confusion[k] += confusion[w][k];
-  int64_t hits = 0; // the diagonal: argmax == label
-  for (int64_t c = 0; c < classes; ++c)
-    hits += result.confusion[size_t(c * classes + c)];
-  result.examples = int64_t(n);
-  result.loss =
-      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) / double(n);
-  result.accuracy = double(hits) / double(n);
+  Hits all;
+  for (const Hits &h : hits) {
+    all.hits += h.hits;
+    all.total += h.total;
+  }
+  result.accuracy = double(all.hits) / double(std::max<int64_t>(all.total, 1));
   return result;
 }
 

@@ -49,8 +49,9 @@ std::string Progress::text() const {
   }
   line += fmt::format(" {:3}%", total_ > 0 ? 100 * current_ / total_ : 0);
   if (!loss_.empty())
-    line += fmt::format(" loss {:.4f} acc {:.2f}%", loss_.value(),
-                        100 * trainAccuracy_.value());
+    line += fmt::format(" loss {:.4f}", loss_.value());
+  if (!trainAccuracy_.empty()) // classifiers
+    line += fmt::format(" acc {:.2f}%", 100 * trainAccuracy_.value());
   if (accuracy_)
     line += fmt::format(" val {:.2f}%", 100 * *accuracy_);
   line += fmt::format(" lr {:.2e}", lr_);
@@ -92,7 +93,8 @@ void Progress::step(int64_t step, double loss, double accuracy, double lr,
   trainSeconds_ += seconds;
   if (std::isfinite(loss)) {
     loss_.add(loss);
-    trainAccuracy_.add(accuracy);
+    if (!std::isnan(accuracy)) // NaN: a model without one (loss mse)
+      trainAccuracy_.add(accuracy);
   }
   auto now = std::chrono::steady_clock::now();
   if (terminal_) {

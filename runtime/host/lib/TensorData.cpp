@@ -130,6 +130,81 @@ void readFeatures(const SafetensorsFile &file, int64_t rows, data::Dataset &d) {
     }
 }
 
+/// What the loss compares with: `targets` (F32 [n, ...]: loss mse) or
+/// `labels` (I32/I64 [n], or [n, L] a class a step); sets `d`'s supervision
+/// and classes. Returns the per-example labels (0 but for [n] labels).
+std::vector<int32_t> readSupervision(const SafetensorsFile &file,
+                                     data::Dataset &d) {
+  const StoredTensor *targets = file.find("targets");
+  if (targets && file.find("labels"))
+    throw HostError(fmt::format("{}: both \"labels\" and \"targets\": keep "
+                                "the one the model's loss reads",
+                                file.name()));
+  if (targets) {
+    if (targets->dtype != DType::F32 || targets->shape.size() < 2 ||
+        targets->shape[0] < 1)
+      throw HostError(fmt::format("{}: \"targets\" should be F32 [n, ...], "
+                                  "not {} {}",
+                                  file.name(), dtypeName(targets->dtype),
+                                  shapeString(targets->shape)));
+    d.supervision = data::Supervision::Targets;
+    d.targetShape.assign(targets->shape.begin() + 1, targets->shape.end());
+    const uint64_t count = numElements(targets->shape);
+    d.targets.resize(count);
+    file.copyTo("targets", DType::F32, d.targets.data(), count);
+    for (uint64_t k = 0; k < count; ++k)
+      if (!std::isfinite(d.targets[k]))
+        throw HostError(fmt::format("{}: \"targets\" value {} (example {}) "
+                                    "is not finite",
+                                    file.name(), d.targets[k],
+                                    k / (count / uint64_t(targets->shape[0]))));
+    return std::vector<int32_t>(size_t(targets->shape[0]), 0);
+  }
+  const StoredTensor *stored = file.find("labels");
+  const bool perStep = stored && stored->shape.size() == 2;
+  const IntegerTensor labels =
+      integerTensor(file, "labels", perStep ? 2 : 1, -1);
+  const int64_t rows = labels.shape[0];
+  if (rows == 0)
+    throw HostError(fmt::format("{}: no examples", file.name()));
+  for (size_t k = 0; k < labels.values.size(); ++k) {
+    const int64_t v = labels.values[k];
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      throw HostError(fmt::format(
+          "{}: \"labels\"[{}] = {} is not a class (0, 1, ...)", file.name(),
+          perStep ? fmt::format("{}, {}", k / size_t(labels.shape[1]),
+                                k % size_t(labels.shape[1]))
+                  : std::to_string(k),
+          v));
+    d.classes = std::max(d.classes, v + 1);
+  }
+  if (!perStep)
+    return std::vector<int32_t>(labels.values.begin(), labels.values.end());
+  d.supervision = data::Supervision::StepLabels;
+  d.stepLabels.assign(labels.values.begin(), labels.values.end());
+  d.targetShape = {labels.shape[1]}; // the file's steps, checked below
+  return std::vector<int32_t>(size_t(rows), 0);
+}
+
+/// Per-step labels and targets must have a step for each of the model's.
+void checkStepWidth(const SafetensorsFile &file, data::Dataset &d) {
+  const char *name = nullptr;
+  int64_t steps = 0;
+  if (d.supervision == data::Supervision::StepLabels) {
+    name = "labels";
+    steps = d.targetShape[0];
+    d.targetShape.clear();
+  } else if (d.supervision == data::Supervision::Targets &&
+             d.targetShape.size() == 2) {
+    name = "targets";
+    steps = d.targetShape[0];
+  }
+  if (name && steps != d.length)
+    throw HostError(
+        fmt::format("{}: \"{}\" has {} steps an example; the model reads {}",
+                    file.name(), name, steps, d.length));
+}
+
 } // namespace
 
 data::Dataset readTensorData(const fs::path &root, data::Split split,
@@ -148,23 +223,12 @@ data::Dataset readTensorData(const fs::path &root, data::Split split,
   const SafetensorsFile file = SafetensorsFile::read(path);
 
   data::Dataset d;
-  const std::vector<int64_t> labels =
-      integerTensor(file, "labels", 1, -1).values;
+  const std::vector<int32_t> labels = readSupervision(file, d);
   const auto rows = int64_t(labels.size());
-  if (rows == 0)
-    throw HostError(fmt::format("{}: no examples", file.name()));
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t v = labels[size_t(i)];
-    if (v < 0 || v > std::numeric_limits<int32_t>::max())
-      throw HostError(fmt::format("{}: \"labels\"[{}] = {} is not a class "
-                                  "(0, 1, ...)",
-                                  file.name(), i, v));
-    d.classes = std::max(d.classes, v + 1);
-  }
-
   if (file.find("features")) {
     readFeatures(file, rows, d);
-    d.labels.assign(labels.begin(), labels.end());
+    d.labels = labels;
+    checkStepWidth(file, d);
     return d;
   }
   const bool pairs = file.find("tokens_a") || file.find("tokens_b");
@@ -187,13 +251,14 @@ data::Dataset readTensorData(const fs::path &root, data::Split split,
     auto row = [&](const Sequences &s) {
       return s.tokens.data() + size_t(i * s.width);
     };
-    const auto label = int32_t(labels[size_t(i)]);
+    const int32_t label = labels[size_t(i)];
     if (pairs)
       d.addPair(row(sides[0]), size_t(sides[0].lengths[size_t(i)]),
                 row(sides[1]), size_t(sides[1].lengths[size_t(i)]), label);
     else
       d.addSequence(row(sides[0]), size_t(sides[0].lengths[size_t(i)]), label);
   }
+  checkStepWidth(file, d);
   return d;
 }
 

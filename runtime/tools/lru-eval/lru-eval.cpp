@@ -277,15 +277,17 @@ constexpr int64_t kConfusionColumns = 20;
 
 void printResult(const std::string &what, int64_t step, const EvalResult &r,
                  bool confusion) {
-  std::printf("%s: %s, step %lld: loss %.4f, accuracy %.2f%% (%lld "
-              "examples)\n",
-              kTool, what.c_str(), (long long)step, r.loss, 100 * r.accuracy,
+  const std::string accuracy =
+      r.classes > 0 ? fmt::format(", accuracy {:.2f}%", 100 * r.accuracy) : "";
+  std::printf("%s: %s, step %lld: loss %.4f%s (%lld examples)\n", kTool,
+              what.c_str(), (long long)step, r.loss, accuracy.c_str(),
               (long long)r.examples);
-  if (!confusion)
+  if (!confusion || r.classes == 0)
     return;
   const int64_t k = r.classes;
   const bool matrix = k <= kConfusionColumns;
-  std::string header = "  label  examples  accuracy";
+  std::string header =
+      r.perStep ? "  label     steps  accuracy" : "  label  examples  accuracy";
   if (matrix) {
     header += "  | predicted:";
     for (int64_t c = 0; c < k; ++c)

@@ -219,8 +219,9 @@ int plotMain(int argc, char **argv) {
           run.trainAccuracy.push_back({x, 100 * e.accuracy});
       } else if (e.split == "val") {
         run.valLoss.push_back({x, e.loss});
-        run.valAccuracy.push_back({x, 100 * e.accuracy});
-      } else if (e.split == "test") {
+        if (e.accuracy >= 0) // null for a model without one (loss mse)
+          run.valAccuracy.push_back({x, 100 * e.accuracy});
+      } else if (e.split == "test" && e.accuracy >= 0) {
         run.testAccuracy.push_back({x, 100 * e.accuracy});
       }
     }

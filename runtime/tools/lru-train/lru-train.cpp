@@ -129,8 +129,8 @@ Flags parseFlags(int argc, char **argv) {
           "(fine-tuning; a new run: step 0, fresh optimizer state)");
   cl.flag("patience", &f.patience, "N",
           "stop early when N evaluations in a row bring no better "
-          "validation accuracy (then test the best checkpoint, as at the "
-          "end)");
+          "validation accuracy (regression: loss), then test the best "
+          "checkpoint as at the end");
   cl.flag("stop-after", &f.stopAfter, "N",
           "stop after step N, saving last.safetensors (continue later with "
           "--resume)");
@@ -479,6 +479,7 @@ public:
       return value;
     };
     bestAccuracy_ = number("best_val_accuracy", -1);
+    bestLoss_ = number("best_val_loss", INFINITY);
     bestStep_ = int64_t(number("best_step", 0));
     evalsSinceBest_ = int64_t(number("evals_since_best", 0));
     elapsedBefore_ = number("elapsed_seconds", 0);
@@ -511,7 +512,8 @@ public:
     std::vector<size_t> order;
     int64_t orderEpoch = -1;
     data::Batch batch;
-    const int64_t classes = manifest_.outputs[1].shape.back();
+    const int64_t classes =
+        regression() ? 0 : manifest_.outputs[1].shape.back();
     // Steps started whose results have not been read. On a GPU the next
     // step is queued before this one's results are read, so the device
     // works on it while the host logs this one and gathers the next batch;
@@ -520,7 +522,7 @@ public:
     struct Started {
       int64_t step, epoch;
       double lr;
-      std::vector<int32_t> labels;
+      data::Batch batch; // what its accuracy is scored against
       OutputBuffers outputs;
     };
     std::deque<Started> started;
@@ -538,7 +540,7 @@ public:
       const double lr = s.schedule.lr(step, s.totalSteps);
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
       Started &next = started.emplace_back(
-          Started{step, epoch, lr, batch.labels, OutputBuffers(manifest_)});
+          Started{step, epoch, lr, batch, OutputBuffers(manifest_)});
       if (gpu_)
         gpu_->queueTrainStep(s.batch, float(lr), step, inputs.data(),
                              dropoutKey);
@@ -573,10 +575,10 @@ public:
       const int64_t epoch = done.epoch;
       const double lr = done.lr;
       const float loss = done.outputs.loss();
+      const Hits hits =
+          countHits(done.outputs.predictions(), classes, done.batch);
       const double accuracy =
-          double(countCorrect(done.outputs.predictions(), classes,
-                              done.labels.data(), s.batch)) /
-          double(s.batch);
+          hits.total > 0 ? double(hits.hits) / double(hits.total) : NAN;
       metrics.train(step, epoch, lr, loss, accuracy, elapsed());
       if (!std::isfinite(loss)) {
         // The parameters are already updated with the bad gradient: nothing
@@ -608,10 +610,11 @@ public:
           progress.finish();
           std::fprintf(stderr,
                        "%s: stopping early after step %lld of %lld: %lld "
-                       "evaluations without a better validation accuracy "
+                       "evaluations without a better validation %s "
                        "(--patience)\n",
                        kTool, (long long)step, (long long)s.totalSteps,
-                       (long long)evalsSinceBest_);
+                       (long long)evalsSinceBest_,
+                       regression() ? "loss" : "accuracy");
           break;
         }
       }
@@ -645,15 +648,28 @@ public:
     std::printf("%s: %lld step%s in %s (%.2f steps/s training)\n", kTool,
                 (long long)steps, steps == 1 ? "" : "s",
                 formatDuration(elapsed()).c_str(), progress.stepsPerSecond());
-    std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
-                100 * bestAccuracy_, (long long)bestStep_,
-                bestPath_.string().c_str());
-    std::printf("%s: test accuracy %.2f%% (loss %.4f, %lld examples)\n", kTool,
-                100 * test.accuracy, test.loss, (long long)test.examples);
+    if (regression()) {
+      std::printf("%s: best val loss %.4f at step %lld (%s)\n", kTool,
+                  bestLoss_, (long long)bestStep_, bestPath_.string().c_str());
+      std::printf("%s: test loss %.4f (%lld examples)\n", kTool, test.loss,
+                  (long long)test.examples);
+    } else {
+      std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
+                  100 * bestAccuracy_, (long long)bestStep_,
+                  bestPath_.string().c_str());
+      std::printf("%s: test accuracy %.2f%% (loss %.4f, %lld examples)\n",
+                  kTool, 100 * test.accuracy, test.loss,
+                  (long long)test.examples);
+    }
     return 0;
   }
 
 private:
+  /// Real targets (loss mse): no accuracy; the best checkpoint has the
+  /// lowest validation loss.
+  bool regression() const {
+    return train_.supervision == data::Supervision::Targets;
+  }
   double elapsed() const {
     return elapsedBefore_ + std::chrono::duration<double>(
                                 std::chrono::steady_clock::now() - started_)
@@ -670,6 +686,8 @@ private:
     meta["epoch"] = std::to_string(epochOf(current_.step));
     meta["best_val_accuracy"] =
         bestAccuracy_ < 0 ? "" : fmt::format("{:.17g}", bestAccuracy_);
+    meta["best_val_loss"] =
+        std::isinf(bestLoss_) ? "" : fmt::format("{:.17g}", bestLoss_);
     meta["best_step"] = std::to_string(bestStep_);
     meta["evals_since_best"] = std::to_string(evalsSinceBest_);
     meta["elapsed_seconds"] = fmt::format("{:.3f}", elapsed());
@@ -708,16 +726,25 @@ private:
     const int64_t step = current_.step;
     metrics_->eval(step, epochOf(step), "val", r.loss, r.accuracy, r.examples,
                    elapsed());
-    progress_->setAccuracy(r.accuracy);
-    bool best = r.accuracy > bestAccuracy_;
-    if (best) {
-      bestAccuracy_ = r.accuracy;
-      bestStep_ = step;
+    // Classifiers keep the best accuracy; regression the lowest loss.
+    bool best = false;
+    if (regression()) {
+      best = r.loss < bestLoss_;
+      if (best)
+        bestLoss_ = r.loss;
+    } else {
+      progress_->setAccuracy(r.accuracy);
+      best = r.accuracy > bestAccuracy_;
+      if (best)
+        bestAccuracy_ = r.accuracy;
     }
+    if (best)
+      bestStep_ = step;
     evalsSinceBest_ = best ? 0 : evalsSinceBest_ + 1;
-    progress_->print(fmt::format("step {}: val loss {:.4f}, accuracy {:.2f}%{}",
-                                 step, r.loss, 100 * r.accuracy,
-                                 best ? " (best so far)" : ""));
+    progress_->print(fmt::format(
+        "step {}: val loss {:.4f}{}{}", step, r.loss,
+        regression() ? "" : fmt::format(", accuracy {:.2f}%", 100 * r.accuracy),
+        best ? " (best so far)" : ""));
     // best first, so that last.safetensors never names a best that is not
     // there yet.
     if (best)
@@ -751,6 +778,7 @@ private:
   Checkpoint current_; ///< on a GPU, as of the last save
   double bestAccuracy_ = -1;
   int64_t evalsSinceBest_ = 0; ///< evaluations since the best one
+  double bestLoss_ = INFINITY; ///< regression: the lowest val loss
   int64_t bestStep_ = 0;
   double elapsedBefore_ = 0; // wall seconds of earlier segments of this run
   std::chrono::steady_clock::time_point started_ =

@@ -10,6 +10,12 @@ per-step outputs):
     python fixture_tensors.py features OUT ROWS LENGTH CHANNELS labels SEED
         `features` and `labels` I64 [ROWS]: 1 where channel 0's mean is
         positive, else 0 (learnable); no lengths (features run L steps)
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS running SEED
+        `features` and `targets` F32 [ROWS, LENGTH, 1]: the running mean of
+        channel 0 (learnable by a causal model)
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS signs SEED
+        `features` and `labels` I64 [ROWS, LENGTH]: 1 where the running sum
+        of channel 0 is positive, else 0
 """
 import math
 import re
@@ -39,15 +45,33 @@ def checkpoint(ir, model, out):
                                  "step": "0"})
 
 
-def features(out, rows, length, channels, kind, k):
+def features(out_path, rows, length, channels, kind, k):
     if kind == "targets":
         values = [math.sin(0.7 * i) for i in range(rows * length * channels)]
         lengths = [1 + (5 * i) % length for i in range(rows)]
-        write_tensors(out, {
+        write_tensors(out_path, {
             "features": ("F32", [rows, length, channels], floats(values)),
             "lengths": ("I32", [rows], struct.pack(f"<{rows}i", *lengths)),
             "targets": ("F32", [rows, length, k], bytes(4 * rows * length * k)),
         })
+        return
+    if kind in ("running", "signs"):
+        values, out = [], []
+        for i in range(rows):
+            total = 0.0
+            for t in range(length):
+                step = [math.sin(2.3 * (i * length + t) * (c + 1) + k)
+                        for c in range(channels)]
+                values += step
+                total += step[0]
+                out.append(total / (t + 1) if kind == "running" else int(total > 0))
+        tensors = {"features": ("F32", [rows, length, channels], floats(values))}
+        if kind == "running":
+            tensors["targets"] = ("F32", [rows, length, 1], floats(out))
+        else:
+            tensors["labels"] = ("I64", [rows, length],
+                                 struct.pack(f"<{len(out)}q", *out))
+        write_tensors(out_path, tensors)
         return
     values, labels = [], []
     for i in range(rows):
@@ -56,7 +80,7 @@ def features(out, rows, length, channels, kind, k):
                    for t in range(length) for c in range(channels)]
         values += example
         labels.append(1 if sum(example[0::channels]) > 0 else 0)
-    write_tensors(out, {
+    write_tensors(out_path, {
         "features": ("F32", [rows, length, channels], floats(values)),
         "labels": ("I64", [rows], struct.pack(f"<{rows}q", *labels)),
     })

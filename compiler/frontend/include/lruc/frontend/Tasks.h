@@ -25,8 +25,9 @@ struct TaskInfo {
   bool exactLength;   ///< images: the model length must equal `length`
   int64_t classes;
   std::string_view description;
-  /// The tensors task: input kind, sizes and classes come from its files,
-  /// checked when the runtime reads them, not here.
+  /// The tensors task: input kind, sizes, classes and even the loss (class
+  /// labels or real targets) come from its files, checked when the
+  /// runtime reads them, not here.
   bool fromFiles = false;
 };
 

@@ -35,6 +35,13 @@ namespace lruc::data {
 /// What a model's input is (mirrors `input tokens | token_pairs | features`).
 enum class InputKind { Tokens, TokenPairs, Features };
 
+/// What the loss compares a model's predictions with.
+enum class Supervision {
+  Labels,     ///< a class an example (`labels`; every LRA task)
+  StepLabels, ///< a class a step (`pool none`): `stepLabels`
+  Targets,    ///< real values (`loss mse`): `targets`
+};
+
 /// Which part of a task's data. Tasks whose release has no validation split
 /// (IMDB, CIFAR-10, Fashion-MNIST) reject Split::Val: take one with subset().
 enum class Split { Train, Val, Test };
@@ -57,9 +64,18 @@ struct Dataset {
   int64_t length = 0;   ///< L: the padded length of every sequence
   int64_t channels = 0; ///< Features: values per step; 0 for token tasks
   int64_t vocab = 0;    ///< token tasks: tokens lie in [0, vocab); 0 = padding
-  int64_t classes = 0;  ///< labels lie in [0, classes)
+  int64_t classes = 0;  ///< labels lie in [0, classes); 0 for Targets
 
-  std::vector<int32_t> labels; ///< one per example
+  std::vector<int32_t> labels; ///< one per example (0 unless Labels)
+
+  /// Supervision other than a label an example (the tensors task,
+  /// lruc/host/TensorData.h): a label a step, [n, length] (steps past a
+  /// sequence's end hold 0 and are not scored), or real targets, [n,
+  /// targetShape...] ([n, length, K] when per step).
+  Supervision supervision = Supervision::Labels;
+  std::vector<int32_t> stepLabels;
+  std::vector<float> targets;
+  std::vector<int64_t> targetShape;
 
   /// Token tasks: the sequences, concatenated. Tokens: sequence i is
   /// tokens[offsets[i], offsets[i+1]). TokenPairs: example i's first
@@ -119,6 +135,10 @@ struct Batch {
   std::vector<int32_t> lengthsB; ///< TokenPairs: side b, [B]
   std::vector<float> features;   ///< Features: [B, L, C], normalised
   std::vector<int32_t> labels;   ///< [B]
+  Supervision supervision = Supervision::Labels;
+  std::vector<int32_t> stepLabels;  ///< StepLabels: [B, L]
+  std::vector<float> targets;       ///< Targets: [B, targetShape...]
+  std::vector<int64_t> targetShape; ///< Targets: past the batch dim
 };
 
 /// Fills `batch` with examples `indices[0..count)` of `dataset`, reusing its

@@ -43,6 +43,16 @@ int64_t argmax(const float *values, int64_t count);
 int64_t countCorrect(const float *predictions, int64_t classes,
                      const int32_t *labels, int64_t count);
 
+/// Argmax hits of a batch's predictions (`classes` values each) against its
+/// labels: a class an example (Supervision::Labels) or a class a real step
+/// (StepLabels), each also counted in `confusion` ([label][predicted],
+/// classes × classes) when given. Targets: none, out of none.
+struct Hits {
+  int64_t hits = 0, total = 0;
+};
+Hits countHits(const float *predictions, int64_t classes,
+               const data::Batch &batch, int64_t *confusion = nullptr);
+
 /// Buffers for a model's outputs (the loss, then the predictions) at one
 /// batch size, as forward and train_step write them.
 class OutputBuffers {
@@ -63,14 +73,18 @@ private:
 };
 
 struct EvalResult {
-  double loss = 0;     ///< mean over examples
-  double accuracy = 0; ///< fraction whose argmax prediction is the label
+  /// The mean over examples (per-step losses: over their real steps).
+  double loss = 0;
+  /// The fraction of examples (per-step labels: of real steps) whose argmax
+  /// prediction is the label; NaN for real targets (classes 0).
+  double accuracy = 0;
   int64_t examples = 0;
   /// [label][predicted class], `classes` × `classes` (the predictions'
-  /// width): how many examples of each label got each argmax (an all-NaN
-  /// prediction counts in no column).
+  /// width; 0 for real targets): how many examples (steps) of each label
+  /// got each argmax (an all-NaN prediction counts in no column).
   int64_t classes = 0;
   std::vector<int64_t> confusion;
+  bool perStep = false; ///< a class a step: accuracy and counts are of steps
 };
 
 /// Evaluates `dataset` (eval mode) in batches of at most `batch` examples,

@@ -41,7 +41,8 @@ public:
   Progress(std::FILE *out, bool terminal, int64_t total, int64_t firstStep,
            int64_t lineEvery);
 
-  /// Step `step` is done: its batch's loss and accuracy, its rate and the
+  /// Step `step` is done: its batch's loss and accuracy (NaN: a model
+  /// without one, shown without), its rate and the
   /// seconds it took (training only, so steps/s does not count evaluation).
   void step(int64_t step, double loss, double accuracy, double lr,
             double seconds);

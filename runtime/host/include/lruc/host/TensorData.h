@@ -12,7 +12,10 @@
 //   lengths   I32/I64 [n]        optional (lengths_a, lengths_b for pairs):
 //                                each sequence ends at its last non-zero token
 //   features  F32 [n, L, C]      instead of tokens: every sequence L steps
-//   labels    I32/I64 [n]        classes 0, 1, ...
+//   labels    I32/I64 [n]        classes 0, 1, ... (loss cross_entropy);
+//             or [n, L]          a class a step (pool none)
+//   targets   F32 [n, ...]       instead of labels: real values (loss mse),
+//                                [n, L, K] a step
 //
 // Other tensors are passed over. Token sequences longer than the model's
 // length are cut (and counted, Dataset::truncated); features keep their
