@@ -162,7 +162,11 @@ TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
   };
   const Tensor labels{"labels", DType::I32, {2}, {0, 1}, {}};
   const Tensor tokens{"tokens", DType::I32, {2, 2}, {1, 2, 3, 0}, {}};
-  expect({tokens}, "\"labels\" should be I32 or I64 [n]");
+  expect({tokens}, "no \"labels\" (I32 or I64 [n], or [n, L] a class a "
+                   "step) or \"targets\" (F32 [n, ...]): what the model's "
+                   "loss compares with");
+  expect({tokens, {"labels", DType::I32, {2, 1, 1}, {0, 1}, {}}},
+         "\"labels\" should be I32 or I64 [n], not [2, 1, 1]");
   expect({tokens, {"labels", DType::F32, {2}, {}, {0, 1}}},
          "tensor \"labels\" is F32; expected integers (I32 or I64)");
   expect({tokens, {"labels", DType::I32, {2}, {0, -1}, {}}},

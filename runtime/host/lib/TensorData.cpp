@@ -161,6 +161,11 @@ std::vector<int32_t> readSupervision(const SafetensorsFile &file,
     return std::vector<int32_t>(size_t(targets->shape[0]), 0);
   }
   const StoredTensor *stored = file.find("labels");
+  if (!stored)
+    throw HostError(fmt::format(
+        "{}: no \"labels\" (I32 or I64 [n], or [n, L] a class a step) or "
+        "\"targets\" (F32 [n, ...]): what the model's loss compares with",
+        file.name()));
   const bool perStep = stored && stored->shape.size() == 2;
   const IntegerTensor labels =
       integerTensor(file, "labels", perStep ? 2 : 1, -1);
