@@ -511,7 +511,6 @@ public:
 
     std::vector<size_t> order;
     int64_t orderEpoch = -1;
-    data::Batch batch;
     const int64_t classes =
         regression() ? 0 : manifest_.outputs[1].shape.back();
     // Steps started whose results have not been read. On a GPU the next
@@ -522,7 +521,7 @@ public:
     struct Started {
       int64_t step, epoch;
       double lr;
-      data::Batch batch; // what its accuracy is scored against
+      data::Batch batch; // its inputs; its accuracy is scored against it
       OutputBuffers outputs;
     };
     std::deque<Started> started;
@@ -535,12 +534,12 @@ public:
       }
       const size_t first =
           size_t((step - 1) % s.stepsPerEpoch) * size_t(s.batch);
-      data::gather(train_, order.data() + first, size_t(s.batch), batch);
-      std::vector<const void *> inputs = bindInputs(manifest_, batch);
       const double lr = s.schedule.lr(step, s.totalSteps);
       const int64_t dropoutKey[2] = {int64_t(s.dropoutSeed), step};
       Started &next = started.emplace_back(
-          Started{step, epoch, lr, batch, OutputBuffers(manifest_)});
+          Started{step, epoch, lr, data::Batch{}, OutputBuffers(manifest_)});
+      data::gather(train_, order.data() + first, size_t(s.batch), next.batch);
+      std::vector<const void *> inputs = bindInputs(manifest_, next.batch);
       if (gpu_)
         gpu_->queueTrainStep(s.batch, float(lr), step, inputs.data(),
                              dropoutKey);
