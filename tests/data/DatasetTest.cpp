@@ -115,6 +115,23 @@ TEST(Dataset, InvariantViolations) {
   const uint16_t ok[] = {1};
   e.addSequence(ok, 1, 3);
   EXPECT_EQ(e.invariantViolation(), "label 3 of example 0 is not in [0, 3)");
+
+  Dataset f; // float features of their own lengths
+  f.kind = InputKind::Features;
+  f.length = 2;
+  f.channels = 1;
+  f.classes = 2;
+  f.labels = {0, 1};
+  f.values = {1, 0, 2, 3};
+  f.featureLengths = {1, 2};
+  EXPECT_EQ(f.invariantViolation(), "");
+  f.values[1] = 5;
+  EXPECT_EQ(f.invariantViolation(), "example 0 has values past its 1 steps");
+  f.values[1] = 0;
+  f.featureLengths = {1, 3};
+  EXPECT_EQ(f.invariantViolation(), "example 1 has 3 steps, not 1 to 2");
+  f.featureLengths = {1};
+  EXPECT_EQ(f.invariantViolation(), "1 feature lengths for 2 examples");
 }
 
 TEST(Dataset, SplitNames) {

@@ -108,6 +108,26 @@ TEST(TensorData, PairsAndFeatures) {
   data::Batch batch = data::gather(last, {0});
   EXPECT_EQ(batch.features, (std::vector<float>{5, -6}));
   EXPECT_EQ(batch.lengths, (std::vector<int32_t>{2}));
+
+  // With lengths, features end where each example does: the steps past
+  // its end are not read (NaN there is no error) and are fed as 0.
+  writeSplit(dir, "train",
+             {{"features", DType::F32, {3, 2, 1}, {}, {1, NAN, 3, 4, 5, 7}},
+              {"lengths", DType::I64, {3}, {1, 2, 1}, {}},
+              {"labels", DType::I32, {3}, {0, 1, 0}, {}}});
+  features = readTensorData(dir.path(), Split::Train, 2);
+  EXPECT_EQ(features.invariantViolation(), "");
+  EXPECT_EQ(features.featureLengths, (std::vector<int32_t>{1, 2, 1}));
+  batch = data::gather(data::subset(features, {2, 0, 1}), {0, 1, 2});
+  EXPECT_EQ(batch.features, (std::vector<float>{5, 0, 1, 0, 3, 4}));
+  EXPECT_EQ(batch.lengths, (std::vector<int32_t>{1, 1, 2}));
+  // Lengths of the whole L say nothing: kept as without them.
+  writeSplit(dir, "train",
+             {{"features", DType::F32, {1, 2, 1}, {}, {1, 2}},
+              {"lengths", DType::I32, {1}, {2}, {}},
+              {"labels", DType::I32, {1}, {0}, {}}});
+  EXPECT_TRUE(
+      readTensorData(dir.path(), Split::Train, 2).featureLengths.empty());
 }
 
 TEST(TensorData, StepLabelsAndTargets) {
@@ -205,9 +225,12 @@ TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
          "\"labels\"[1, 0] = -1 is not a class (0, 1, ...)");
   expect({labels,
           {"features", DType::F32, {2, 2, 1}, {}, {1, 2, 3, 4}},
-          {"lengths", DType::I32, {2}, {2, 1}, {}}},
-         "\"lengths\" holds 1: features run the whole 2 steps (pad them, or "
-         "use tokens)");
+          {"lengths", DType::I32, {2}, {2, 3}, {}}},
+         "example 1 of \"features\" has 3 steps, not 1 to 2 (\"lengths\")");
+  expect({labels,
+          {"features", DType::F32, {2, 2, 1}, {}, {1, 2, 3, 4}},
+          {"lengths", DType::I32, {3}, {2, 1, 1}, {}}},
+         "\"lengths\" should be I32 or I64 [2], not [3]");
 }
 
 } // namespace

@@ -104,8 +104,24 @@ std::string Dataset::invariantViolation() const {
     if (values.size() != labels.size() * size_t(length) * size_t(channels))
       return fmt::format("{} feature values for {} examples of {}x{}",
                          values.size(), labels.size(), length, channels);
+    if (!featureLengths.empty() && featureLengths.size() != labels.size())
+      return fmt::format("{} feature lengths for {} examples",
+                         featureLengths.size(), labels.size());
+    for (size_t i = 0; i < featureLengths.size(); ++i) {
+      const int32_t steps = featureLengths[i];
+      if (steps < 1 || steps > length)
+        return fmt::format("example {} has {} steps, not 1 to {}", i, steps,
+                           length);
+      const size_t row = size_t(length * channels);
+      const auto past = values.begin() + ptrdiff_t(i * row);
+      if (std::any_of(past + ptrdiff_t(size_t(steps) * size_t(channels)),
+                      past + ptrdiff_t(row), [](float v) { return v != 0; }))
+        return fmt::format("example {} has values past its {} steps", i, steps);
+    }
     return {};
   }
+  if (!featureLengths.empty())
+    return "feature lengths without float features";
   if (kind == InputKind::Features) {
     if (channels < 1 || mean.size() != size_t(channels) ||
         stddev.size() != size_t(channels))
@@ -171,6 +187,7 @@ Dataset subset(const Dataset &dataset, const std::vector<size_t> &indices) {
     if (dataset.kind == InputKind::Features && !dataset.values.empty()) {
       auto begin = dataset.values.begin() + ptrdiff_t(i * step);
       out.values.insert(out.values.end(), begin, begin + ptrdiff_t(step));
+      copyRow(dataset.featureLengths, out.featureLengths, i, 1);
       continue;
     }
     if (dataset.kind == InputKind::Features) {
@@ -245,7 +262,9 @@ void gather(const Dataset &dataset, const size_t *indices, size_t count,
       std::copy_n(dataset.targets.data() + i * targetWidth, targetWidth,
                   batch.targets.data() + b * targetWidth);
     if (features && !dataset.values.empty()) {
-      batch.lengths[b] = int32_t(L);
+      batch.lengths[b] = dataset.featureLengths.empty()
+                             ? int32_t(L)
+                             : dataset.featureLengths[i];
       std::copy_n(dataset.values.data() + i * size_t(L * C), size_t(L * C),
                   batch.features.data() + b * size_t(L * C));
       continue;

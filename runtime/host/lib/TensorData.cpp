@@ -97,11 +97,12 @@ Sequences readSequences(const SafetensorsFile &file, const std::string &name,
 }
 
 /// Features keep the file's length: lru-train's checkModelFitsData compares
-/// it with the model's.
+/// it with the model's. With `lengths`, each example's values past its end
+/// are not read (they may be anything, NaN too) and become 0.
 void readFeatures(const SafetensorsFile &file, int64_t rows, data::Dataset &d) {
   const StoredTensor *stored = file.find("features");
   if (stored->dtype != DType::F32 || stored->shape.size() != 3 ||
-      stored->shape[0] != rows)
+      stored->shape[0] != rows || stored->shape[1] < 1 || stored->shape[2] < 1)
     throw HostError(fmt::format("{}: \"features\" should be F32 [{}, L, C], "
                                 "not {} {}",
                                 file.name(), rows, dtypeName(stored->dtype),
@@ -109,25 +110,33 @@ void readFeatures(const SafetensorsFile &file, int64_t rows, data::Dataset &d) {
   d.kind = data::InputKind::Features;
   d.length = stored->shape[1];
   d.channels = stored->shape[2];
-  if (file.find("lengths"))
-    for (int64_t v : integerTensor(file, "lengths", 1, rows).values)
-      if (v != d.length)
-        throw HostError(fmt::format(
-            "{}: \"lengths\" holds {}: features run the whole {} steps (pad "
-            "them, or use tokens)",
-            file.name(), v, d.length));
   const uint64_t count = numElements(stored->shape);
   d.values.resize(count);
   file.copyTo("features", DType::F32, d.values.data(), count);
+  const size_t step = size_t(d.channels), row = step * size_t(d.length);
+  if (file.find("lengths")) {
+    const std::vector<int64_t> lengths =
+        integerTensor(file, "lengths", 1, rows).values;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (lengths[i] < 1 || lengths[i] > d.length)
+        throw HostError(fmt::format("{}: example {} of \"features\" has {} "
+                                    "steps, not 1 to {} (\"lengths\")",
+                                    file.name(), i, lengths[i], d.length));
+      std::fill(d.values.begin() +
+                    ptrdiff_t(i * row + size_t(lengths[i]) * step),
+                d.values.begin() + ptrdiff_t((i + 1) * row), 0.0f);
+    }
+    // Every example the whole length: as without lengths.
+    if (std::any_of(lengths.begin(), lengths.end(),
+                    [&](int64_t v) { return v != d.length; }))
+      d.featureLengths.assign(lengths.begin(), lengths.end());
+  }
   for (uint64_t k = 0; k < count; ++k)
-    if (!std::isfinite(d.values[k])) {
-      const uint64_t step = uint64_t(d.channels),
-                     row = step * uint64_t(d.length);
+    if (!std::isfinite(d.values[k]))
       throw HostError(fmt::format("{}: \"features\"[{}, {}, {}] = {} is not "
                                   "finite",
                                   file.name(), k / row, k % row / step,
                                   k % step, d.values[k]));
-    }
 }
 
 /// What the loss compares with: `targets` (F32 [n, ...]: loss mse) or

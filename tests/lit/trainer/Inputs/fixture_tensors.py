@@ -16,6 +16,9 @@ per-step outputs):
     python fixture_tensors.py features OUT ROWS LENGTH CHANNELS signs SEED
         `features` and `labels` I64 [ROWS, LENGTH]: 1 where the running sum
         of channel 0 is positive, else 0
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS ragged SEED
+        the same with `lengths` I32 [ROWS] of several values: NaN features
+        and label 0 past each end
 """
 import math
 import re
@@ -55,17 +58,24 @@ def features(out_path, rows, length, channels, kind, k):
             "targets": ("F32", [rows, length, k], bytes(4 * rows * length * k)),
         })
         return
-    if kind in ("running", "signs"):
+    if kind in ("running", "signs", "ragged"):
         values, out = [], []
+        lengths = [length - (3 * i) % length for i in range(rows)]
         for i in range(rows):
             total = 0.0
             for t in range(length):
                 step = [math.sin(2.3 * (i * length + t) * (c + 1) + k)
                         for c in range(channels)]
-                values += step
                 total += step[0]
+                if kind == "ragged" and t >= lengths[i]:
+                    values += [math.nan] * channels
+                    out.append(0)
+                    continue
+                values += step
                 out.append(total / (t + 1) if kind == "running" else int(total > 0))
         tensors = {"features": ("F32", [rows, length, channels], floats(values))}
+        if kind == "ragged":
+            tensors["lengths"] = ("I32", [rows], struct.pack(f"<{rows}i", *lengths))
         if kind == "running":
             tensors["targets"] = ("F32", [rows, length, 1], floats(out))
         else:

@@ -8,7 +8,8 @@
 //
 //   Tokens      tokens i32 [B, L] (padded with 0), lengths i32 [B], labels [B]
 //   TokenPairs  tokens_a, lengths_a, tokens_b, lengths_b, labels
-//   Features    features f32 [B, L, C], lengths i32 [B] (= L), labels [B]
+//   Features    features f32 [B, L, C], lengths i32 [B] (L but for float
+//               features of other lengths), labels [B]
 //
 // A split keeps token sequences ragged (uint16, at most `length` each) and
 // image pixels as bytes with a per-channel normalisation, so that Path-X
@@ -92,6 +93,9 @@ struct Dataset {
   /// lruc/host/TensorData.h): [n, length, channels], fed as they are;
   /// `pixels`, `mean` and `stddev` are empty then.
   std::vector<float> values;
+  /// Float features: each example's real steps, 1..length (its values past
+  /// them are 0); empty when every example runs the whole length.
+  std::vector<int32_t> featureLengths;
 
   /// Sequences that were longer than `length` and were cut to it.
   int64_t truncated = 0;
@@ -130,7 +134,7 @@ struct Batch {
   InputKind kind = InputKind::Tokens;
   int64_t size = 0, length = 0, channels = 0;
   std::vector<int32_t> tokens;   ///< [B, L], padding 0 (TokenPairs: side a)
-  std::vector<int32_t> lengths;  ///< [B]: real steps (Features: L)
+  std::vector<int32_t> lengths;  ///< [B]: real steps
   std::vector<int32_t> tokensB;  ///< TokenPairs: side b, [B, L]
   std::vector<int32_t> lengthsB; ///< TokenPairs: side b, [B]
   std::vector<float> features;   ///< Features: [B, L, C], normalised

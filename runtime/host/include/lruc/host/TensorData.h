@@ -11,7 +11,9 @@
 //                                sequence); or tokens_a and tokens_b (pairs)
 //   lengths   I32/I64 [n]        optional (lengths_a, lengths_b for pairs):
 //                                each sequence ends at its last non-zero token
-//   features  F32 [n, L, C]      instead of tokens: every sequence L steps
+//   features  F32 [n, L, C]      instead of tokens; with `lengths`, each
+//                                example's steps past its end are not read
+//                                (else every sequence runs L steps)
 //   labels    I32/I64 [n]        classes 0, 1, ... (loss cross_entropy);
 //             or [n, L]          a class a step (pool none)
 //   targets   F32 [n, ...]       instead of labels: real values (loss mse),
