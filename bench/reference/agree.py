@@ -65,7 +65,11 @@ def make_inputs(library, batch, seed):
             out[name] = rng.integers(0, vocab, size=shape).astype(np.int32)
         elif name == "labels":
             classes = library.outputs[1]["shape"][-1]
-            out[name] = rng.integers(0, classes, size=shape).astype(np.int32)
+            labels = rng.integers(0, classes, size=shape)
+            if len(shape) == 2:  # a class a step: some steps not scored
+                labels[rng.random(size=shape) < 0.25] = -1
+                labels[0, -1] = -100  # PyTorch's ignore_index
+            out[name] = labels.astype(np.int32)
         else:  # features, targets
             out[name] = rng.normal(size=shape).astype(np.float32)
     return out

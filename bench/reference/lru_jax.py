@@ -192,10 +192,15 @@ def make_model(spec, lruc_dropout=True):
             logits = linear(p, "head", features)
         per_step = spec.pool == "none"
         if spec.loss == "cross_entropy":
+            labels = inputs["labels"]
             logp = jax.nn.log_softmax(logits, -1)
-            nll = -jnp.take_along_axis(logp, inputs["labels"][..., None],
+            nll = -jnp.take_along_axis(logp, jnp.maximum(labels, 0)[..., None],
                                        -1)[..., 0]
-            loss = (nll * mask).sum() / mask.sum() if per_step else nll.mean()
+            if per_step:  # a negative label: a step not scored
+                scored = mask * (labels >= 0)
+                loss = (nll * scored).sum() / jnp.maximum(scored.sum(), 1)
+            else:
+                loss = nll.mean()
         else:
             err = (logits - inputs["targets"]) ** 2
             loss = (err * mask[..., None]).sum() / (mask.sum() * err.shape[-1]) \

@@ -359,10 +359,12 @@ class Model(nn.Module):
         per_step = self.spec.pool == "none"
         if self.spec.loss == "cross_entropy":
             labels = t["labels"].long()
-            if per_step:
-                losses = F.cross_entropy(logits.transpose(1, 2), labels,
+            if per_step:  # a negative label: a step not scored
+                scored = mask * (labels >= 0)
+                losses = F.cross_entropy(logits.transpose(1, 2),
+                                         labels.clamp(min=0),
                                          reduction="none")
-                loss = (losses * mask).sum() / mask.sum()
+                loss = (losses * scored).sum() / scored.sum().clamp(min=1)
             else:
                 loss = F.cross_entropy(logits, labels)
         else:

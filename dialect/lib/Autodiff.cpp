@@ -138,9 +138,9 @@ Value AdjointBuilder::scatterAdd(Value updates, Value indices, Value table) {
 }
 
 Value AdjointBuilder::softmaxCrossEntropyGrad(Value logits, Value labels,
-                                              Value g) {
+                                              Value g, bool ignoreNegative) {
   return b_.create<SoftmaxCrossEntropyGradOp>(loc_, logits.getType(), logits,
-                                              labels, g);
+                                              labels, g, ignoreNegative);
 }
 
 Value AdjointBuilder::matmul(MatmulKind kind, Value lhs, Value rhs) {
@@ -187,7 +187,8 @@ static Value masked(AdjointBuilder &ab, Value x, Value lengths, MaskKind kind) {
   auto maskType = RankedTensorType::get(
       {type.getDimSize(0), type.getDimSize(1)}, ab.builder().getF32Type());
   Value mask =
-      ab.builder().create<LengthMaskOp>(ab.loc(), maskType, kind, lengths);
+      ab.builder().create<LengthMaskOp>(ab.loc(), maskType, kind, lengths,
+                                        /*labels=*/Value());
   if (isComplex(x))
     mask = ab.complex(mask, ab.zerosLike(mask));
   return ab.mul(x, ab.broadcast(mask, x, {0, 1}));

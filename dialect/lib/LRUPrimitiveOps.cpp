@@ -362,6 +362,10 @@ LogicalResult LengthMaskOp::verify() {
   if (result.getRank() != 2 || result.isDynamicDim(1))
     return emitOpError("expects a result [B, L] with a static L, got ")
            << result;
+  if (getLabels() &&
+      !compatible(tensorType(getLabels()).getShape(), result.getShape()))
+    return emitOpError("expects scored labels [B, L] like the result, got ")
+           << getLabels().getType();
   return expectResult(*this,
                       {tensorType(getLengths()).getDimSize(0),
                        result.getDimSize(1)},

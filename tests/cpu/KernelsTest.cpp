@@ -528,11 +528,28 @@ TEST_F(CpuKernels, LengthMask) {
                            {tensorOf({batch}, lengths)});
     std::vector<float> out(static_cast<size_t>(batch * steps), -7);
     std::string error;
-    ASSERT_TRUE(lruc::cpu::lengthMask(lengths.data(), batch, steps, last,
-                                      out.data(), error))
+    ASSERT_TRUE(lruc::cpu::lengthMask(lengths.data(), nullptr, batch, steps,
+                                      last, out.data(), error))
         << error;
     expectExact(out, ref);
   }
+  // Scored: real steps whose label is not negative.
+  std::vector<int32_t> labels(size_t(batch * steps), 1);
+  for (size_t k = 0; k < labels.size(); k += 3)
+    labels[k] = k % 2 ? -100 : -1;
+  Tensor ref = reference(
+      fn("%len: tensor<5xi32>, %k: " + typeOf({batch, steps}, "i32"), result,
+         "%y = lru.length_mask prefix %len scored %k : "
+         "tensor<5xi32>, " +
+             typeOf({batch, steps}, "i32") + " -> " + result),
+      {tensorOf({batch}, lengths), tensorOf({batch, steps}, labels)});
+  std::vector<float> out(static_cast<size_t>(batch * steps), -7);
+  std::string error;
+  ASSERT_TRUE(lruc::cpu::lengthMask(lengths.data(), labels.data(), batch, steps,
+                                    false, out.data(), error))
+      << error;
+  expectExact(out, ref);
+  EXPECT_EQ(std::count(out.begin(), out.end(), 1.0f), 13); // of 19 real
 }
 
 /// Sequences [3, 6, 20]: 20 channels cover a full block of the scan's 16
@@ -869,39 +886,53 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
     logits[size_t(k)] = 80.0f + float(k);
     logits[size_t(classes + k)] = k == 2 ? 30.0f : -float(k);
   }
-  std::vector<int32_t> labels = {5, 2, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3};
-  std::vector<float> g = values<float>(rows, 2.2);
-  std::string zT = typeOf<float>(logitDims), kT = typeOf(rowDims, "i32"),
-              rT = typeOf<float>(rowDims);
-  std::vector<Tensor> args = {tensorOf(logitDims, logits),
-                              tensorOf(rowDims, labels),
-                              tensorOf(rowDims, g)};
-  std::string argList = "%z: " + zT + ", %k: " + kT + ", %g: " + rT;
-  std::string error;
+  for (bool ignore : {false, true}) {
+    // Ignoring negative labels: rows 3 and 7 are not scored.
+    std::vector<int32_t> labels = {5, 2, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3};
+    if (ignore)
+      labels[3] = -1, labels[7] = -100;
+    const std::string attr = ignore ? " {ignore_negative}" : "";
+    std::vector<float> g = values<float>(rows, 2.2);
+    std::string zT = typeOf<float>(logitDims), kT = typeOf(rowDims, "i32"),
+                rT = typeOf<float>(rowDims);
+    std::vector<Tensor> args = {tensorOf(logitDims, logits),
+                                tensorOf(rowDims, labels),
+                                tensorOf(rowDims, g)};
+    std::string argList = "%z: " + zT + ", %k: " + kT + ", %g: " + rT;
+    std::string error;
 
-  Tensor loss = reference(fn(argList, rT,
-                             "%y = lru.softmax_cross_entropy %z, %k : (" +
-                                 zT + ", " + kT + ") -> " + rT),
-                          args);
-  std::vector<float> out(static_cast<size_t>(rows), -7);
-  ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(),
-                                             rows, classes, out.data(), error))
-      << error;
-  expectClose(out, loss);
-  // The confident row's loss (~e^-30) is right relatively, not only to 1e-5.
-  EXPECT_NEAR(out[1], loss.re[1], 1e-5 * loss.re[1]);
+    Tensor loss = reference(fn(argList, rT,
+                               "%y = lru.softmax_cross_entropy %z, %k" + attr +
+                                   " : (" + zT + ", " + kT + ") -> " + rT),
+                            args);
+    std::vector<float> out(static_cast<size_t>(rows), -7);
+    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(
+        logits.data(), labels.data(), rows, classes, ignore, out.data(), error))
+        << error;
+    expectClose(out, loss);
+    // The confident row's loss (~e^-30) is right relatively, not only to
+    // 1e-5.
+    EXPECT_NEAR(out[1], loss.re[1], 1e-5 * loss.re[1]);
+    if (ignore)
+      EXPECT_TRUE(out[3] == 0.0f && out[7] == 0.0f && out[4] > 0.0f);
 
-  Tensor grad = reference(
-      fn(argList, zT,
-         "%y = lru.softmax_cross_entropy_grad %z, %k, %g : (" + zT + ", " +
-             kT + ", " + rT + ") -> " + zT),
-      args);
-  std::vector<float> dlogits(static_cast<size_t>(rows * classes), -7);
-  ASSERT_TRUE(lruc::cpu::softmaxCrossEntropyGrad(
-      logits.data(), labels.data(), g.data(), rows, classes, dlogits.data(),
-      error))
-      << error;
-  expectClose(dlogits, grad);
+    Tensor grad =
+        reference(fn(argList, zT,
+                     "%y = lru.softmax_cross_entropy_grad %z, %k, %g" + attr +
+                         " : (" + zT + ", " + kT + ", " + rT + ") -> " + zT),
+                  args);
+    std::vector<float> dlogits(static_cast<size_t>(rows * classes), -7);
+    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropyGrad(
+        logits.data(), labels.data(), g.data(), rows, classes, ignore,
+        dlogits.data(), error))
+        << error;
+    expectClose(dlogits, grad);
+    if (ignore)
+      for (int64_t row : {3, 7})
+        EXPECT_EQ(std::count(dlogits.begin() + row * classes,
+                             dlogits.begin() + (row + 1) * classes, 0.0f),
+                  classes);
+  }
 }
 
 // 400 elements: 12 groups of 8 Philox blocks (6 of 16 with AVX-512) and 4
@@ -963,8 +994,8 @@ TEST_F(CpuKernels, LengthsOutsideTheSequenceAreErrors) {
         std::pair{std::vector<int32_t>{4, -1, 3, 20},
                   "lengths[1] = -1 is outside [0, 16]"}}) {
     std::string error;
-    EXPECT_FALSE(lruc::cpu::lengthMask(lengths.data(), batch, steps, false,
-                                       mask.data(), error));
+    EXPECT_FALSE(lruc::cpu::lengthMask(lengths.data(), nullptr, batch, steps,
+                                       false, mask.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
     EXPECT_FALSE(lruc::cpu::shift<float>(x.data(), nullptr, lengths.data(),
@@ -1018,13 +1049,19 @@ TEST_F(CpuKernels, IndicesAndLabelsOutOfRangeAreErrors) {
                   "labels[0] = -1 is outside [0, 5)"}}) {
     std::string error;
     EXPECT_FALSE(lruc::cpu::softmaxCrossEntropy(
-        logits.data(), labels.data(), 4, classes, loss.data(), error));
+        logits.data(), labels.data(), 4, classes, false, loss.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
     EXPECT_FALSE(lruc::cpu::softmaxCrossEntropyGrad(
-        logits.data(), labels.data(), g.data(), 4, classes, logits.data(),
-        error));
+        logits.data(), labels.data(), g.data(), 4, classes, false,
+        logits.data(), error));
     EXPECT_EQ(error, message);
+    // Ignoring negative labels still refuses one past the classes.
+    error.clear();
+    EXPECT_EQ(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(), 4,
+                                             classes, true, loss.data(), error),
+              labels[2] != 7);
+    EXPECT_EQ(error, labels[2] == 7 ? message : "");
   }
 }
 

@@ -18,6 +18,7 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -o "$work/pathfinder.so"
 "$bin/lruc" "$src/models/retrieval.lru" "${small[@]}" -o "$work/retrieval.so"
 "$bin/lruc" "$src/examples/tagging.lru" "${small[@]}" -o "$work/tagging.so"
+"$bin/lruc" "$src/examples/token_tagging.lru" "${small[@]}" -o "$work/token_tagging.so"
 # Dropout in fused kernels, 32 channels: the GLU's gradient sums its rows
 # with the dropout's decisions drawn for 4 rows of a warp's 32 columns at
 # once (13 steps: a partial last tile of rows, and of 128 neighbours in
@@ -51,7 +52,7 @@ small=(-D L=12 -D H=8 -D N=6 -D DEPTH=1 --no-train --portable)
 # whole-sequence tolerances (step mode stays fp32).
 "$bin/lruc" "$src/models/pathfinder.lru" "${small[@]}" -D L=600 \
   --gpu-storage=bf16 -o "$work/pathfinder_long_bf16.so"
-libraries=("$work"/{tiny,listops,listops_h32,pathfinder,retrieval,tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long,pathfinder_long_bf16}.so)
+libraries=("$work"/{tiny,listops,listops_h32,pathfinder,retrieval,tagging,token_tagging,listops_w32,pathfinder_w4,listops_long,pathfinder_long_w4,generalized_long,pathfinder_long_bf16}.so)
 for library in "${libraries[@]}"; do
   "$bin/lruc-simulated-kernels" "$library" -o "${library%.so}.kernels.so"
 done

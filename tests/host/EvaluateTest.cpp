@@ -191,6 +191,22 @@ TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
   EXPECT_DOUBLE_EQ(r.loss, 0.25);
   EXPECT_EQ(r.confusion, (std::vector<int64_t>{1, 1, 0, 2}));
 
+  // A step labelled -1 is not scored: neither in the accuracy nor in the
+  // weight of its batch's loss (here 1 + the first feature: 2 and 1).
+  d.stepLabels = {0, -1, 1, 1};
+  ForwardFn byFirst = [&](int64_t count, const void *const *inputs,
+                          float *const *outputs) {
+    forward(count, inputs, outputs);
+    *outputs[0] = 1.0f + *static_cast<const float *>(inputs[0]);
+  };
+  r = evaluate(m, byFirst, d, /*batch=*/1, /*threads=*/1);
+  EXPECT_DOUBLE_EQ(r.accuracy, 1.0); // the one wrong step is not scored
+  EXPECT_DOUBLE_EQ(r.loss, (2.0 * 1 + 1.0 * 2) / 3);
+  EXPECT_EQ(r.confusion, (std::vector<int64_t>{1, 0, 0, 2}));
+  const int32_t lengths[] = {2, 1};
+  EXPECT_EQ(scoredSteps(lengths, d.stepLabels.data(), 2, 2), 2);
+  EXPECT_EQ(scoredSteps(lengths, nullptr, 2, 2), 3);
+
   Manifest regression = m;
   regression.inputs[2] = {"targets", DType::F32, {-1, 2, 2}};
   d.supervision = lruc::data::Supervision::Targets;

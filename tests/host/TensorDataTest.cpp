@@ -145,6 +145,15 @@ TEST(TensorData, StepLabelsAndTargets) {
   data::Batch b = data::gather(data::subset(steps, {1}), {0});
   EXPECT_EQ(b.stepLabels, (std::vector<int32_t>{2, 1, 0}));
 
+  // A negative step label (PyTorch's -100 too) marks a step not scored: -1.
+  writeSplit(
+      dir, "train",
+      {features, {"labels", DType::I64, {2, 3}, {0, -100, 2, -1, 1, 0}, {}}});
+  steps = readTensorData(dir.path(), Split::Train, 3);
+  EXPECT_EQ(steps.invariantViolation(), "");
+  EXPECT_EQ(steps.stepLabels, (std::vector<int32_t>{0, -1, 2, -1, 1, 0}));
+  EXPECT_EQ(steps.classes, 3);
+
   writeSplit(
       dir, "train",
       {features, {"targets", DType::F32, {2, 3, 1}, {}, {0, 1, 2, 3, 4, 5}}});
@@ -221,8 +230,8 @@ TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
          "\"targets\" has 3 steps an example; the model reads 2");
   expect({features, {"labels", DType::I32, {2, 3}, {0, 0, 0, 0, 0, 0}, {}}},
          "\"labels\" has 3 steps an example; the model reads 2");
-  expect({features, {"labels", DType::I32, {2, 2}, {0, 1, -1, 0}, {}}},
-         "\"labels\"[1, 0] = -1 is not a class (0, 1, ...)");
+  expect({features, {"labels", DType::I64, {2, 2}, {0, 1, 1LL << 40, 0}, {}}},
+         "\"labels\"[1, 0] = 1099511627776 is not a class (0, 1, ...)");
   expect({labels,
           {"features", DType::F32, {2, 2, 1}, {}, {1, 2, 3, 4}},
           {"lengths", DType::I32, {2}, {2, 3}, {}}},

@@ -131,6 +131,9 @@ std::vector<Tensor> makeBatch(mlir::func::FuncOp func, int64_t batch,
       t.kind = Tensor::Kind::Int;
       for (int64_t k = 0; k < n; ++k)
         t.ints.push_back((k * 5 + seed * 3 + k / 2) % classes);
+      // A class a step: every fourth step not scored (-1, -100).
+      for (int64_t k = 1; t.shape.size() == 2 && k < n; k += 4)
+        t.ints[size_t(k)] = k % 8 == 1 ? -1 : -100;
     } else if (tag == "dropout_key") {
       t.kind = Tensor::Kind::Int;
       t.ints = {1234 + int64_t(seed), 7};
@@ -180,6 +183,8 @@ std::vector<ModelCase> smallModelCases() {
       {"listops_small", "examples/listops_small.lru", small({})},
       // Per-step MSE, no dropout, gamma off.
       {"tagging", "examples/tagging.lru", small({})},
+      // A class a step, some steps not scored (negative labels).
+      {"token_tagging", "examples/token_tagging.lru", small({})},
       {"sweep", "examples/sweep.lru", {{"L", 6}, {"H", 4}, {"DEPTH", 1}}},
       // Long sequences and more than 32 channels: on the GPU, block sums
       // over more than one warp's worth of steps, and scans over several

@@ -936,6 +936,7 @@ private:
         .Case([&](LengthMaskOp o) {
           std::string y = define(o.getResult());
           checked("lruc::cpu::lengthMask(" + get(o.getLengths()) + ", " +
+                  (o.getLabels() ? get(o.getLabels()) : "nullptr") + ", " +
                   dim(o.getResult(), 0) + ", " + dim(o.getResult(), 1) + ", " +
                   (o.getKind() == MaskKind::last ? "true" : "false") + ", " +
                   y + ", error)");
@@ -946,7 +947,8 @@ private:
           std::string y = define(o.getResult());
           checked("lruc::cpu::softmaxCrossEntropy(" + get(o.getLogits()) +
                   ", " + get(o.getLabels()) + ", " + count(o.getLabels()) +
-                  ", " + dimExpr(logits.getShape().back()) + ", " + y +
+                  ", " + dimExpr(logits.getShape().back()) + ", " +
+                  (o.getIgnoreNegative() ? "true" : "false") + ", " + y +
                   ", error)");
           return success();
         })
@@ -956,7 +958,9 @@ private:
           checked("lruc::cpu::softmaxCrossEntropyGrad(" + get(o.getLogits()) +
                   ", " + get(o.getLabels()) + ", " + get(o.getG()) + ", " +
                   count(o.getLabels()) + ", " +
-                  dimExpr(logits.getShape().back()) + ", " + y + ", error)");
+                  dimExpr(logits.getShape().back()) + ", " +
+                  (o.getIgnoreNegative() ? "true" : "false") + ", " + y +
+                  ", error)");
           return success();
         })
         .Case([&](DropoutMaskOp o) {

@@ -1325,7 +1325,10 @@ private:
   LogicalResult emitLengthMask(lru::LengthMaskOp op) {
     std::string steps = dimExpr(tensorType(op.getResult()).getDimSize(1));
     std::string count = countExpr(op.getResult());
-    begin(op, "", count, {op.getLengths()}, {op.getResult()});
+    SmallVector<Value> inputs = {op.getLengths()};
+    if (op.getLabels())
+      inputs.push_back(op.getLabels());
+    begin(op, "", count, inputs, {op.getResult()});
     gridLoop(count);
     os << "    const int64_t s = i / " << steps << ", t = i % " << steps
        << ";\n";
@@ -1333,16 +1336,21 @@ private:
     os << "    out0[i] = "
        << (op.getKind() == lru::MaskKind::last ? "t == length - 1"
                                                : "t < length")
+       << (op.getLabels() ? " && in1[i] >= 0" : "")
        << " ? 1.0f : 0.0f;\n  }\n}\n\n";
     return success();
   }
 
   /// The row's largest logit and the sum of e^(z - top) over the others
-  /// (runtime/cpu's softmaxStats); a bad label is reported.
-  void softmaxRow(StringRef classes) {
+  /// (runtime/cpu's softmaxStats); a bad label is reported. A row not
+  /// scored (`ignoreNegative`, a negative label) runs `notScored` instead.
+  void softmaxRow(StringRef classes, bool ignoreNegative, StringRef notScored) {
     os << "    const float *z = in0 + i * " << classes << ";\n"
-       << "    const int64_t label = in1[i];\n"
-       << "    if (label < 0 || label >= " << classes << ") {\n"
+       << "    const int64_t label = in1[i];\n";
+    if (ignoreNegative)
+      os << "    if (label < 0) {\n      " << notScored
+         << "      continue;\n    }\n";
+    os << "    if (label < 0 || label >= " << classes << ") {\n"
        << "      " << report("i", "label") << "      continue;\n    }\n"
        << "    int64_t best = 0;\n"
        << "    for (int64_t c = 1; c < " << classes << "; ++c)\n"
@@ -1358,7 +1366,7 @@ private:
     std::string rows = countExpr(op.getLabels());
     begin(op, "", rows, {op.getLogits(), op.getLabels()}, {op.getResult()});
     gridLoop(rows);
-    softmaxRow(classes);
+    softmaxRow(classes, op.getIgnoreNegative(), "out0[i] = 0.0f;\n");
     os << "    out0[i] = log1pf(rest) + (top - z[label]);\n  }\n}\n\n";
     return success();
   }
@@ -1369,7 +1377,9 @@ private:
     begin(op, "", rows, {op.getLogits(), op.getLabels(), op.getG()},
           {op.getResult()});
     gridLoop(rows);
-    softmaxRow(classes);
+    softmaxRow(classes, op.getIgnoreNegative(),
+               "for (int64_t c = 0; c < " + classes + "; ++c)\n" +
+                   "        out0[i * " + classes + " + c] = 0.0f;\n");
     os << "    const float scale = in2[i] / (1.0f + rest);\n"
        << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
        << "      out0[i * " << classes

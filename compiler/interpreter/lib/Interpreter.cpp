@@ -753,6 +753,8 @@ FailureOr<Tensor> Interpreter::evaluate(lru::LengthMaskOp op) {
       int64_t length = (*lengths)[b];
       bool on =
           op.getKind() == lru::MaskKind::prefix ? t < length : t == length - 1;
+      if (op.getLabels())
+        on = on && value(op.getLabels()).ints[b * steps + t] >= 0;
       y.re[b * steps + t] = on ? 1.0 : 0.0;
     }
   return y;
@@ -868,15 +870,17 @@ FailureOr<Tensor> Interpreter::evaluate(lru::ScatterAddOp op) {
 //===----------------------------------------------------------------------===//
 
 /// The labels of `logits` [..., K]: of shape [...], each within [0, K).
+/// Labels in [0, classes), or negative (a row not scored) where
+/// `ignoreNegative`.
 LogicalResult checkLabels(Operation *op, const Tensor &logits,
-                          const Tensor &labels) {
+                          const Tensor &labels, bool ignoreNegative) {
   int64_t classes = logits.shape.back();
   if (!llvm::equal(labels.shape, llvm::ArrayRef(logits.shape).drop_back()))
     return op->emitOpError("labels of shape ")
            << shapeString(labels.shape) << " do not match logits of shape "
            << shapeString(logits.shape);
   for (int64_t p = 0, n = labels.numElements(); p < n; ++p)
-    if (labels.ints[p] < 0 || labels.ints[p] >= classes)
+    if ((labels.ints[p] < 0 && !ignoreNegative) || labels.ints[p] >= classes)
       return op->emitOpError("label ")
              << labels.ints[p] << " at " << positionString(labels.shape, p)
              << " is outside the classes [0, " << classes << ")";
@@ -897,11 +901,13 @@ double logSumExp(const double *row, int64_t n) {
 FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyOp op) {
   const Tensor &logits = value(op.getLogits());
   const Tensor &labels = value(op.getLabels());
-  if (failed(checkLabels(op, logits, labels)))
+  if (failed(checkLabels(op, logits, labels, op.getIgnoreNegative())))
     return failure();
   int64_t classes = logits.shape.back();
   Tensor y = Tensor::zeros(labels.shape, Kind::Real);
   for (int64_t r = 0, n = labels.numElements(); r < n; ++r) {
+    if (labels.ints[r] < 0)
+      continue; // not scored: 0
     const double *row = &logits.re[r * classes];
     y.re[r] = logSumExp(row, classes) - row[labels.ints[r]];
   }
@@ -912,7 +918,7 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyGradOp op) {
   const Tensor &logits = value(op.getLogits());
   const Tensor &labels = value(op.getLabels());
   const Tensor &g = value(op.getG());
-  if (failed(checkLabels(op, logits, labels)))
+  if (failed(checkLabels(op, logits, labels, op.getIgnoreNegative())))
     return failure();
   if (g.shape != labels.shape)
     return op.emitOpError("expects g of shape ")
@@ -920,6 +926,8 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyGradOp op) {
   int64_t classes = logits.shape.back();
   Tensor y = Tensor::zeros(logits.shape, Kind::Real);
   for (int64_t r = 0, n = labels.numElements(); r < n; ++r) {
+    if (labels.ints[r] < 0)
+      continue; // not scored: 0
     const double *row = &logits.re[r * classes];
     double lse = logSumExp(row, classes);
     for (int64_t k = 0; k < classes; ++k) {

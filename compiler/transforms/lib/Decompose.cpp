@@ -154,11 +154,14 @@ public:
     return ReduceSumOp::createSum(rewriter, loc, x, dims);
   }
 
-  /// The f32 [B, L] mask of `lengths`, with B and L of `seq` ([B, L, ...]).
-  Value lengthMask(MaskKind kind, Value lengths, Value seq) {
+  /// The f32 [B, L] mask of `lengths`, with B and L of `seq` ([B, L, ...]);
+  /// with `scoredLabels` [B, L], 0 also where a label is negative.
+  Value lengthMask(MaskKind kind, Value lengths, Value seq,
+                   Value scoredLabels = {}) {
     auto shape = tensorType(seq).getShape();
     auto type = RankedTensorType::get({shape[0], shape[1]}, f32());
-    return rewriter.create<LengthMaskOp>(loc, type, kind, lengths);
+    return rewriter.create<LengthMaskOp>(loc, type, kind, lengths,
+                                         scoredLabels);
   }
 
   /// The number of elements of `like` (a scalar tensor<f32>): a constant
@@ -688,12 +691,15 @@ struct RetrievalCombinePattern : OpRewritePattern<RetrievalCombineOp> {
   }
 };
 
-/// The mean of per-row softmax cross entropy over examples or real steps.
+/// The mean of per-row softmax cross entropy over examples, or, per step
+/// (with lengths), over the real steps whose label is not negative: a
+/// negative step label marks a step not scored (0 when a batch has none).
 struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &rewriter) const override {
-    Value logits = op.getLogits(), lengths = op.getLengths();
+    Value logits = op.getLogits(), lengths = op.getLengths(),
+          labels = op.getLabels();
     if (lengths && failed(requireStaticLength(op, logits)))
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
@@ -701,11 +707,16 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
     auto rowType = RankedTensorType::get(logitsType.getShape().drop_back(),
                                          b.f32());
     Value rows = rewriter.create<SoftmaxCrossEntropyOp>(
-        op.getLoc(), rowType, logits, op.getLabels());
-    Value mask;
-    if (lengths)
-      mask = b.lengthMask(MaskKind::prefix, lengths, logits);
-    Value loss = b.maskedMean(rows, mask);
+        op.getLoc(), rowType, logits, labels,
+        /*ignore_negative=*/bool(lengths));
+    if (!lengths)
+      return replace(rewriter, op, b.maskedMean(rows, Value()));
+    Value mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);
+    SmallVector<int64_t> all = iota(rowType.getRank());
+    Value count = b.reduceSum(mask, all);
+    Value scored = b.max(count, b.scalar(1.0));
+    Value sum = b.reduceSum(b.mul(rows, mask), all);
+    Value loss = b.div(sum, scored);
     return replace(rewriter, op, loss);
   }
 };

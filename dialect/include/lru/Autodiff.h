@@ -78,7 +78,7 @@ public:
   mlir::Value scatterAdd(mlir::Value updates, mlir::Value indices,
                          mlir::Value table);
   mlir::Value softmaxCrossEntropyGrad(mlir::Value logits, mlir::Value labels,
-                                      mlir::Value g);
+                                      mlir::Value g, bool ignoreNegative);
 
 private:
   mlir::OpBuilder &b_;

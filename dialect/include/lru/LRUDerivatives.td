@@ -86,4 +86,5 @@ def : Derivative<LRU_GatherOp, [(ScatterAdd $dy, $indices, $table),
                                 (NoAdjoint)]>;
 def : Derivative<LRU_ScatterAddOp, [(Gather $dy, $indices), (NoAdjoint)]>;
 def : Derivative<LRU_SoftmaxCrossEntropyOp,
-                 [(CrossEntropyGrad $logits, $labels, $dy), (NoAdjoint)]>;
+                 [(CrossEntropyGrad $logits, $labels, $dy, $ignore_negative),
+                  (NoAdjoint)]>;

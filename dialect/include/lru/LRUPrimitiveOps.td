@@ -295,10 +295,16 @@ def LRU_ScatterAddOp : LRU_Op<"scatter_add", [Pure]> {
 
 def LRU_LengthMaskOp : LRU_Op<"length_mask", [Pure]> {
   let summary = "an f32 [B, L] mask from lengths [B]: real steps, or the last one";
-  let arguments = (ins LRU_MaskKind:$kind, LRU_I32Tensor:$lengths);
+  let description = [{
+    With `scored labels [B, L]`, a real step whose label is negative (not
+    scored: a per-step loss's ignored step) is 0 too.
+  }];
+  let arguments = (ins LRU_MaskKind:$kind, LRU_I32Tensor:$lengths,
+                       Optional<LRU_I32Tensor>:$labels);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
-    $kind $lengths attr-dict `:` type($lengths) `->` type($result)
+    $kind $lengths (`scored` $labels^)? attr-dict `:` type($lengths)
+    (`,` type($labels)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -336,7 +342,13 @@ def LRU_ScanOp : LRU_Op<"scan", [Pure, AttrSizedOperandSegments]> {
 
 def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
   let summary = "per-row -log softmax(logits)[label]: [..., K] x [...] -> [...]";
-  let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels);
+  let description = [{
+    A label outside [0, K) is an error at run time; with `ignore_negative`,
+    a negative label marks a row not scored instead: its loss (and gradient)
+    is 0.
+  }];
+  let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
+                       UnitAttr:$ignore_negative);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -346,8 +358,11 @@ def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
 
 def LRU_SoftmaxCrossEntropyGradOp : LRU_Op<"softmax_cross_entropy_grad", [Pure]> {
   let summary = "(softmax(logits) - onehot(labels)) * g: the loss's adjoint";
+  let description = [{
+    With `ignore_negative`, a row of a negative label is 0.
+  }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
-                       LRU_F32Tensor:$g);
+                       LRU_F32Tensor:$g, UnitAttr:$ignore_negative);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $g attr-dict `:` functional-type(operands, results)

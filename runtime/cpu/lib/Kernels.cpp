@@ -277,8 +277,9 @@ void slice(const T *x, const Shape &xShape, int dim, int64_t offset,
 // Sequences
 //===----------------------------------------------------------------------===//
 
-bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps, bool last,
-                float *y, std::string &error) {
+bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
+                int64_t batch, int64_t steps, bool last, float *y,
+                std::string &error) {
   if (!checkLengths(lengths, batch, steps, error))
     return false;
   for (int64_t b = 0; b < batch; ++b) {
@@ -289,6 +290,8 @@ bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps, bool last,
       std::fill(row, row + length, 1.0f);
     else if (length > 0)
       row[length - 1] = 1.0f;
+    for (int64_t t = 0; scoredLabels && t < steps; ++t)
+      row[t] = scoredLabels[b * steps + t] < 0 ? 0.0f : row[t];
   }
   return true;
 }
@@ -996,12 +999,33 @@ SoftmaxStats softmaxStats(const float *z, int64_t classes) {
 
 } // namespace
 
+namespace {
+
+/// Labels in [0, classes), or negative where `ignoreNegative`.
+bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
+                 bool ignoreNegative, std::string &error) {
+  if (!ignoreNegative)
+    return checkIndices("labels", labels, rows, classes, error);
+  for (int64_t r = 0; r < rows; ++r)
+    if (labels[r] >= classes) {
+      error = outsideMessage("labels", r, labels[r], classes, true);
+      return false;
+    }
+  return true;
+}
+
+} // namespace
+
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
-                         int64_t rows, int64_t classes, float *loss,
-                         std::string &error) {
-  if (!checkIndices("labels", labels, rows, classes, error))
+                         int64_t rows, int64_t classes, bool ignoreNegative,
+                         float *loss, std::string &error) {
+  if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
+    if (labels[r] < 0) { // not scored
+      loss[r] = 0.0f;
+      continue;
+    }
     const float *z = logits + r * classes;
     SoftmaxStats stats = softmaxStats(z, classes);
     // log Σ exp(z) − z[label] as log1p(rest) + (top − z[label]): two
@@ -1014,12 +1038,17 @@ bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
 
 bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              const float *g, int64_t rows, int64_t classes,
-                             float *dlogits, std::string &error) {
-  if (!checkIndices("labels", labels, rows, classes, error))
+                             bool ignoreNegative, float *dlogits,
+                             std::string &error) {
+  if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
     const float *z = logits + r * classes;
     float *d = dlogits + r * classes;
+    if (labels[r] < 0) { // not scored
+      std::fill(d, d + classes, 0.0f);
+      continue;
+    }
     SoftmaxStats stats = softmaxStats(z, classes);
     float scale = g[r] / (1 + stats.rest);
     for (int64_t k = 0; k < classes; ++k)

@@ -69,9 +69,10 @@ std::string supervisionViolation(const Dataset &d) {
       return fmt::format("{} step labels for {} examples of {} steps",
                          d.stepLabels.size(), n, d.length);
     for (size_t k = 0; k < d.stepLabels.size(); ++k)
-      if (d.stepLabels[k] < 0 || d.stepLabels[k] >= d.classes)
-        return fmt::format("step label {} is not in [0, {})", d.stepLabels[k],
-                           d.classes);
+      if (d.stepLabels[k] < -1 || d.stepLabels[k] >= d.classes)
+        return fmt::format("step label {} is not -1 (not scored) or in [0, "
+                           "{})",
+                           d.stepLabels[k], d.classes);
     break;
   case Supervision::Targets:
     if (d.targetShape.empty() ||

@@ -163,6 +163,15 @@ int64_t countCorrect(const float *predictions, int64_t classes,
   return hits;
 }
 
+int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
+                    int64_t count, int64_t steps) {
+  int64_t scored = 0;
+  for (int64_t k = 0; k < count; ++k)
+    for (int64_t t = 0; t < lengths[k]; ++t)
+      scored += !stepLabels || stepLabels[k * steps + t] >= 0;
+  return scored;
+}
+
 Hits countHits(const float *predictions, int64_t classes,
                const data::Batch &batch, int64_t *confusion) {
   Hits h;
@@ -182,8 +191,9 @@ Hits countHits(const float *predictions, int64_t classes,
   case data::Supervision::StepLabels:
     for (int64_t k = 0; k < batch.size; ++k)
       for (int64_t t = 0; t < batch.lengths[size_t(k)]; ++t)
-        score(predictions + (k * L + t) * classes,
-              batch.stepLabels[size_t(k * L + t)]);
+        if (const int32_t label = batch.stepLabels[size_t(k * L + t)];
+            label >= 0)
+          score(predictions + (k * L + t) * classes, label);
     break;
   case data::Supervision::Targets:
     break;
@@ -272,7 +282,7 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
                               ? 0
                               : predictions.shape.back();
   // A batch's loss is a mean over its examples or, per step, over its real
-  // steps: each is weighed by how many it averaged.
+  // (scored) steps: each is weighed by how many it averaged.
   std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
@@ -295,9 +305,12 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     OutputBuffers &out = outputs[size_t(worker)];
     forward(count, inputs.data(), out.resize(count));
     const size_t i = begin / size_t(batch);
-    weights[i] = perStep
-                     ? std::accumulate(b.lengths.begin(), b.lengths.end(), 0.0)
-                     : double(count);
+    weights[i] =
+        perStep ? double(scoredSteps(b.lengths.data(),
+                                     b.stepLabels.empty() ? nullptr
+                                                          : b.stepLabels.data(),
+                                     count, b.length))
+                : double(count);
     lossSums[i] = double(out.loss()) * weights[i];
     if (classes > 0) {
       Hits h = countHits(out.predictions(), classes, b,

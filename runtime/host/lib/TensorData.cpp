@@ -183,6 +183,8 @@ std::vector<int32_t> readSupervision(const SafetensorsFile &file,
     throw HostError(fmt::format("{}: no examples", file.name()));
   for (size_t k = 0; k < labels.values.size(); ++k) {
     const int64_t v = labels.values[k];
+    if (perStep && v < 0)
+      continue; // a step not scored
     if (v < 0 || v > std::numeric_limits<int32_t>::max())
       throw HostError(fmt::format(
           "{}: \"labels\"[{}] = {} is not a class (0, 1, ...)", file.name(),
@@ -195,7 +197,10 @@ std::vector<int32_t> readSupervision(const SafetensorsFile &file,
   if (!perStep)
     return std::vector<int32_t>(labels.values.begin(), labels.values.end());
   d.supervision = data::Supervision::StepLabels;
-  d.stepLabels.assign(labels.values.begin(), labels.values.end());
+  d.stepLabels.resize(labels.values.size());
+  std::transform(labels.values.begin(), labels.values.end(),
+                 d.stepLabels.begin(),
+                 [](int64_t v) { return int32_t(std::max<int64_t>(v, -1)); });
   d.targetShape = {labels.shape[1]}; // the file's steps, checked below
   return std::vector<int32_t>(size_t(rows), 0);
 }

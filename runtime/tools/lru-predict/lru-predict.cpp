@@ -166,6 +166,7 @@ struct Examples {
   int64_t rows = 0;
   bool hasLoss = false;             ///< the loss's input was given
   const int32_t *lengths = nullptr; ///< the first lengths input's, if any
+  const int32_t *stepLabels = nullptr; ///< per-step `labels`, if given
 };
 
 /// Reads `file`'s tensors for `m`'s inputs (see the header for what may be
@@ -227,6 +228,10 @@ Examples readExamples(const SafetensorsFile &file, const Manifest &m) {
     if (!ex.lengths)
       ex.lengths = lengths;
   }
+  if (const TensorInfo *labels = m.findInput("labels");
+      labels && labels->shape.size() == 2 && ex.hasLoss)
+    ex.stepLabels = reinterpret_cast<const int32_t *>(
+        ex.columns[size_t(labels - m.inputs.data())].bytes.data());
   return ex;
 }
 
@@ -318,8 +323,10 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
   Predictions out{info.shape, std::vector<float>(size_t(ex.rows) * row)};
   out.shape[0] = ex.rows;
   // A batch's loss is a mean over its examples, or for per-step
-  // predictions over its real steps: weigh each by how many it averaged.
+  // predictions over its real (scored) steps: weigh each by how many it
+  // averaged.
   const int32_t *stepCounts = info.shape.size() == 3 ? ex.lengths : nullptr;
+  const int64_t L = info.shape.size() == 3 ? info.shape[1] : 0;
   const size_t batches = size_t((ex.rows + batch - 1) / batch);
   std::vector<double> lossSums(batches), weights(batches);
   forEachBatch(
@@ -333,7 +340,11 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
         runner.forward(count, inputs.data(), outputs);
         const double weight =
             stepCounts
-                ? std::accumulate(stepCounts + begin, stepCounts + end, 0.0)
+                ? double(scoredSteps(stepCounts + begin,
+                                     ex.stepLabels
+                                         ? ex.stepLabels + begin * size_t(L)
+                                         : nullptr,
+                                     count, L))
                 : double(count);
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
@@ -509,6 +520,22 @@ int predictMain(int argc, char **argv) {
         examples.rows);
     std::printf("%s: loss %.4f, accuracy %.2f%% against \"labels\"\n", kTool,
                 predictions.loss, 100.0 * double(hits) / double(examples.rows));
+  } else if (withLoss && examples.stepLabels && examples.lengths) {
+    // A class a step: of the real steps whose label is not negative.
+    const int64_t L = predictions.shape[1], classes = predictions.shape[2];
+    int64_t hits = 0, scored = 0;
+    for (int64_t k = 0; k < examples.rows; ++k)
+      for (int64_t t = 0; t < examples.lengths[k]; ++t)
+        if (const int32_t label = examples.stepLabels[k * L + t]; label >= 0) {
+          ++scored;
+          hits += argmax(predictions.values.data() + (k * L + t) * classes,
+                         classes) == label;
+        }
+    std::printf("%s: loss %.4f, accuracy %.2f%% of %lld scored steps against "
+                "\"labels\"\n",
+                kTool, predictions.loss,
+                100.0 * double(hits) / double(std::max<int64_t>(scored, 1)),
+                (long long)scored);
   } else if (withLoss) {
     std::printf("%s: loss %.4f\n", kTool, predictions.loss);
   }

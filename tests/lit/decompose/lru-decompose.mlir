@@ -507,7 +507,8 @@ module {
 // -----
 
 // Cross entropy: pooled (mean over the dynamic batch), per step with
-// lengths (mean over real steps) and per step without.
+// lengths (mean over the real steps whose label is not negative, those
+// that are scored; 0 when none is) and per step without.
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[Z:[a-z0-9]+]]: tensor<?x10xf32>, %[[K:[a-z0-9]+]]: tensor<?xi32>, %[[Z3:[a-z0-9]+]]: tensor<?x16x10xf32>, %[[K3:[a-z0-9]+]]: tensor<?x16xi32>, %[[LEN:[a-z0-9]+]]: tensor<?xi32>)
 // CHECK: %[[ROWS:.*]] = lru.softmax_cross_entropy %[[Z]], %[[K]] : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
@@ -516,13 +517,15 @@ module {
 // CHECK: %[[ONES:.*]] = lru.broadcast %[[ONE]] like %[[ROWS]] dims [] : (tensor<f32>, tensor<?xf32>) -> tensor<?xf32>
 // CHECK: %[[N:.*]] = lru.reduce_sum %[[ONES]] dims [0] : tensor<?xf32> -> tensor<f32>
 // CHECK: %[[L1:.*]] = lru.div %[[SUM]], %[[N]] : tensor<f32>
-// CHECK: %[[STEPS:.*]] = lru.softmax_cross_entropy %[[Z3]], %[[K3]] : (tensor<?x16x10xf32>, tensor<?x16xi32>) -> tensor<?x16xf32>
-// CHECK: %[[MASK:.*]] = lru.length_mask prefix %[[LEN]] : tensor<?xi32> -> tensor<?x16xf32>
+// CHECK: %[[STEPS:.*]] = lru.softmax_cross_entropy %[[Z3]], %[[K3]] {ignore_negative} : (tensor<?x16x10xf32>, tensor<?x16xi32>) -> tensor<?x16xf32>
+// CHECK: %[[MASK:.*]] = lru.length_mask prefix %[[LEN]] scored %[[K3]] : tensor<?xi32>, tensor<?x16xi32> -> tensor<?x16xf32>
+// CHECK: %[[SN:.*]] = lru.reduce_sum %[[MASK]] dims [0, 1] : tensor<?x16xf32> -> tensor<f32>
+// CHECK: %[[ATLEAST1:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[SCORED:.*]] = lru.max %[[SN]], %[[ATLEAST1]] : tensor<f32>
 // CHECK: %[[SM:.*]] = lru.mul %[[STEPS]], %[[MASK]] : tensor<?x16xf32>
 // CHECK: %[[SSUM:.*]] = lru.reduce_sum %[[SM]] dims [0, 1] : tensor<?x16xf32> -> tensor<f32>
-// CHECK: %[[SN:.*]] = lru.reduce_sum %[[MASK]] dims [0, 1] : tensor<?x16xf32> -> tensor<f32>
-// CHECK: %[[L2:.*]] = lru.div %[[SSUM]], %[[SN]] : tensor<f32>
-// CHECK: %[[ALL:.*]] = lru.softmax_cross_entropy %[[Z3]], %[[K3]]
+// CHECK: %[[L2:.*]] = lru.div %[[SSUM]], %[[SCORED]] : tensor<f32>
+// CHECK: %[[ALL:.*]] = lru.softmax_cross_entropy %[[Z3]], %[[K3]] :
 // CHECK: %[[ASUM:.*]] = lru.reduce_sum %[[ALL]] dims [0, 1]
 // CHECK: lru.broadcast %{{.*}} like %[[ALL]] dims []
 // CHECK: %[[AN:.*]] = lru.reduce_sum %{{.*}} dims [0, 1]

@@ -290,6 +290,14 @@ func.func @length_mask_batch(%len: tensor<3xi32>) {
 
 // -----
 
+func.func @length_mask_scored(%len: tensor<3xi32>, %tags: tensor<3x8xi32>) {
+  // expected-error @+1 {{'lru.length_mask' op expects scored labels [B, L] like the result, got 'tensor<3x8xi32>'}}
+  %0 = lru.length_mask prefix %len scored %tags : tensor<3xi32>, tensor<3x8xi32> -> tensor<3x16xf32>
+  return
+}
+
+// -----
+
 func.func @sce_labels(%z: tensor<?x10xf32>, %k: tensor<?x2xi32>) {
   // expected-error @+1 {{'lru.softmax_cross_entropy' op expects labels [...] for logits [..., K]}}
   %0 = lru.softmax_cross_entropy %z, %k : (tensor<?x10xf32>, tensor<?x2xi32>) -> tensor<?xf32>

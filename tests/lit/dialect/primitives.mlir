@@ -91,12 +91,14 @@ func.func @algebra(%x: tensor<?x16x4xf32>, %w: tensor<8x4xf32>, %wt: tensor<4x8x
 }
 
 // CHECK-LABEL: func.func @sequences(
-// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<8xcomplex<f32>>, %[[LT:[a-z0-9]+]]: tensor<?x16x8xcomplex<f32>>, %[[B:[a-z0-9]+]]: tensor<?x16x8xcomplex<f32>>, %[[H0:[a-z0-9]+]]: tensor<?x8xcomplex<f32>>, %[[LEN:[a-z0-9]+]]: tensor<?xi32>, %[[R:[a-z0-9]+]]: tensor<?x16x8xf32>)
-func.func @sequences(%l: tensor<8xcomplex<f32>>, %lt: tensor<?x16x8xcomplex<f32>>, %b: tensor<?x16x8xcomplex<f32>>, %h0: tensor<?x8xcomplex<f32>>, %len: tensor<?xi32>, %r: tensor<?x16x8xf32>) {
+// CHECK-SAME: %[[L:[a-z0-9]+]]: tensor<8xcomplex<f32>>, %[[LT:[a-z0-9]+]]: tensor<?x16x8xcomplex<f32>>, %[[B:[a-z0-9]+]]: tensor<?x16x8xcomplex<f32>>, %[[H0:[a-z0-9]+]]: tensor<?x8xcomplex<f32>>, %[[LEN:[a-z0-9]+]]: tensor<?xi32>, %[[R:[a-z0-9]+]]: tensor<?x16x8xf32>, %[[TAGS:[a-z0-9]+]]: tensor<?x16xi32>)
+func.func @sequences(%l: tensor<8xcomplex<f32>>, %lt: tensor<?x16x8xcomplex<f32>>, %b: tensor<?x16x8xcomplex<f32>>, %h0: tensor<?x8xcomplex<f32>>, %len: tensor<?xi32>, %r: tensor<?x16x8xf32>, %tags: tensor<?x16xi32>) {
   // CHECK: lru.length_mask prefix %[[LEN]] : tensor<?xi32> -> tensor<?x16xf32>
   %0 = lru.length_mask prefix %len : tensor<?xi32> -> tensor<?x16xf32>
   // CHECK: lru.length_mask last %[[LEN]] : tensor<?xi32> -> tensor<?x16xf32>
   %1 = lru.length_mask last %len : tensor<?xi32> -> tensor<?x16xf32>
+  // CHECK: lru.length_mask prefix %[[LEN]] scored %[[TAGS]] : tensor<?xi32>, tensor<?x16xi32> -> tensor<?x16xf32>
+  %5 = lru.length_mask prefix %len scored %tags : tensor<?xi32>, tensor<?x16xi32> -> tensor<?x16xf32>
   // CHECK: lru.scan %[[L]], %[[B]] : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
   %2 = lru.scan %l, %b : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
   // CHECK: lru.scan %[[LT]], %[[B]] init %[[H0]] lengths %[[LEN]] reverse : (tensor<?x16x8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>, tensor<?x8xcomplex<f32>>, tensor<?xi32>) -> tensor<?x16x8xcomplex<f32>>
@@ -113,6 +115,10 @@ func.func @losses(%z: tensor<?x10xf32>, %k: tensor<?xi32>, %g: tensor<?xf32>, %k
   %0 = lru.softmax_cross_entropy %z, %k : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
   // CHECK: lru.softmax_cross_entropy_grad %[[Z]], %[[K]], %[[G]] : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
   %1 = lru.softmax_cross_entropy_grad %z, %k, %g : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
+  // CHECK: lru.softmax_cross_entropy %[[Z]], %[[K]] {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
+  %5 = lru.softmax_cross_entropy %z, %k {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
+  // CHECK: lru.softmax_cross_entropy_grad %[[Z]], %[[K]], %[[G]] {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
+  %6 = lru.softmax_cross_entropy_grad %z, %k, %g {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
   // CHECK: lru.dropout_mask %[[Z]], %[[KEY]] rate 1.000000e-01 site 7 : tensor<?x10xf32>, tensor<2xi64>
   %2 = lru.dropout_mask %z, %key rate 1.000000e-01 site 7 : tensor<?x10xf32>, tensor<2xi64>
   return

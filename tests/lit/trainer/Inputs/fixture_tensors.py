@@ -19,6 +19,8 @@ per-step outputs):
     python fixture_tensors.py features OUT ROWS LENGTH CHANNELS ragged SEED
         the same with `lengths` I32 [ROWS] of several values: NaN features
         and label 0 past each end
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS sparse SEED
+        signs, but every third step's label -100 (not scored)
 """
 import math
 import re
@@ -58,7 +60,7 @@ def features(out_path, rows, length, channels, kind, k):
             "targets": ("F32", [rows, length, k], bytes(4 * rows * length * k)),
         })
         return
-    if kind in ("running", "signs", "ragged"):
+    if kind in ("running", "signs", "ragged", "sparse"):
         values, out = [], []
         lengths = [length - (3 * i) % length for i in range(rows)]
         for i in range(rows):
@@ -72,6 +74,9 @@ def features(out_path, rows, length, channels, kind, k):
                     out.append(0)
                     continue
                 values += step
+                if kind == "sparse" and t % 3 == 2:
+                    out.append(-100)
+                    continue
                 out.append(total / (t + 1) if kind == "running" else int(total > 0))
         tensors = {"features": ("F32", [rows, length, channels], floats(values))}
         if kind == "ragged":

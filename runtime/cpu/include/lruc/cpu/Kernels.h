@@ -190,9 +190,11 @@ bool checkLengths(const int32_t *lengths, int64_t batch, int64_t steps,
                   std::string &error);
 
 /// lru.length_mask: y[b, t] = 1 for t < lengths[b] (prefix) or
-/// t == lengths[b] - 1 (last), else 0.
-bool lengthMask(const int32_t *lengths, int64_t batch, int64_t steps,
-                bool last, float *y, std::string &error);
+/// t == lengths[b] - 1 (last), else 0; with `scoredLabels` [batch, steps],
+/// 0 also where scoredLabels[b, t] < 0.
+bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
+                int64_t batch, int64_t steps, bool last, float *y,
+                std::string &error);
 
 /// lru.shift: y_t = x_{t-1} (y_0 = init, or 0); reverse: y_t = x_{t+1} and
 /// the last real step reads init. Padded steps are 0. init is [B, N] or null.
@@ -275,14 +277,18 @@ bool scatterAdd(const float *updates, const int32_t *indices, int64_t count,
 
 // --- Losses and randomness ----------------------------------------------------
 
-/// loss[r] = -log softmax(logits[r, :])[labels[r]] for r < rows.
+/// loss[r] = -log softmax(logits[r, :])[labels[r]] for r < rows. A label
+/// outside [0, classes) is an error, but with `ignoreNegative` a negative
+/// one marks a row not scored: loss[r] = 0.
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
-                         int64_t rows, int64_t classes, float *loss,
-                         std::string &error);
-/// dlogits[r, :] = (softmax(logits[r, :]) - onehot(labels[r])) * g[r].
+                         int64_t rows, int64_t classes, bool ignoreNegative,
+                         float *loss, std::string &error);
+/// dlogits[r, :] = (softmax(logits[r, :]) - onehot(labels[r])) * g[r]; 0
+/// for a row not scored (`ignoreNegative`, a negative label).
 bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              const float *g, int64_t rows, int64_t classes,
-                             float *dlogits, std::string &error);
+                             bool ignoreNegative, float *dlogits,
+                             std::string &error);
 
 /// y[i] = x[i] * keep(i) / (1 - rate), keep drawn by runtime/core's
 /// dropoutKeep(key[0], key[1], site, i, rate): the same mask as the

@@ -71,7 +71,8 @@ struct Dataset {
 
   /// Supervision other than a label an example (the tensors task,
   /// lruc/host/TensorData.h): a label a step, [n, length] (steps past a
-  /// sequence's end hold 0 and are not scored), or real targets, [n,
+  /// sequence's end hold 0 and are not scored; -1 marks a real step not
+  /// scored), or real targets, [n,
   /// targetShape...] ([n, length, K] when per step).
   Supervision supervision = Supervision::Labels;
   std::vector<int32_t> stepLabels;

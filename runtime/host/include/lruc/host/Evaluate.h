@@ -43,10 +43,18 @@ int64_t argmax(const float *values, int64_t count);
 int64_t countCorrect(const float *predictions, int64_t classes,
                      const int32_t *labels, int64_t count);
 
+/// How many steps a per-step loss averages over, for `count` sequences of
+/// `steps` padded steps: the real ones (t < lengths[k]) and, with
+/// `stepLabels` [count, steps], only those whose label is not negative
+/// (a negative label marks a step not scored).
+int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
+                    int64_t count, int64_t steps);
+
 /// Argmax hits of a batch's predictions (`classes` values each) against its
-/// labels: a class an example (Supervision::Labels) or a class a real step
-/// (StepLabels), each also counted in `confusion` ([label][predicted],
-/// classes × classes) when given. Targets: none, out of none.
+/// labels: a class an example (Supervision::Labels) or a class a real,
+/// scored step (StepLabels), each also counted in `confusion`
+/// ([label][predicted], classes × classes) when given. Targets: none, out of
+/// none.
 struct Hits {
   int64_t hits = 0, total = 0;
 };

@@ -15,7 +15,8 @@
 //                                example's steps past its end are not read
 //                                (else every sequence runs L steps)
 //   labels    I32/I64 [n]        classes 0, 1, ... (loss cross_entropy);
-//             or [n, L]          a class a step (pool none)
+//             or [n, L]          a class a step (pool none); a negative
+//                                one (-1, -100) marks a step not scored
 //   targets   F32 [n, ...]       instead of labels: real values (loss mse),
 //                                [n, L, K] a step
 //
