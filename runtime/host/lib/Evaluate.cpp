@@ -321,8 +321,11 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   });
 
   result.examples = int64_t(n);
-  result.loss = std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
-                std::accumulate(weights.begin(), weights.end(), 0.0);
+  // Weights count examples or scored steps: with none scored the mean is
+  // 0, as each batch's loss is then.
+  result.loss =
+      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
+      std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);
   result.classes = classes;
   result.perStep = dataset.supervision == data::Supervision::StepLabels;
   result.accuracy = std::numeric_limits<double>::quiet_NaN();
@@ -337,7 +340,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     all.hits += h.hits;
     all.total += h.total;
   }
-  result.accuracy = double(all.hits) / double(std::max<int64_t>(all.total, 1));
+  if (all.total > 0) // else none scored (every step label negative): NaN
+    result.accuracy = double(all.hits) / double(all.total);
   return result;
 }
 

@@ -277,8 +277,11 @@ constexpr int64_t kConfusionColumns = 20;
 
 void printResult(const std::string &what, int64_t step, const EvalResult &r,
                  bool confusion) {
-  const std::string accuracy =
-      r.classes > 0 ? fmt::format(", accuracy {:.2f}%", 100 * r.accuracy) : "";
+  std::string accuracy;
+  if (r.classes > 0)
+    accuracy = std::isnan(r.accuracy)
+                   ? ", no step scored"
+                   : fmt::format(", accuracy {:.2f}%", 100 * r.accuracy);
   std::printf("%s: %s, step %lld: loss %.4f%s (%lld examples)\n", kTool,
               what.c_str(), (long long)step, r.loss, accuracy.c_str(),
               (long long)r.examples);

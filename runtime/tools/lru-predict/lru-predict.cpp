@@ -350,8 +350,11 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
         weights[begin / size_t(batch)] = weight;
         progress.batchDone(count);
       });
-  out.loss = std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
-             std::accumulate(weights.begin(), weights.end(), 0.0);
+  // Weights count examples or scored steps: with none scored the mean is
+  // 0, as each batch's loss is then.
+  out.loss =
+      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
+      std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);
   return out;
 }
 
@@ -531,11 +534,15 @@ int predictMain(int argc, char **argv) {
           hits += argmax(predictions.values.data() + (k * L + t) * classes,
                          classes) == label;
         }
-    std::printf("%s: loss %.4f, accuracy %.2f%% of %lld scored steps against "
-                "\"labels\"\n",
-                kTool, predictions.loss,
-                100.0 * double(hits) / double(std::max<int64_t>(scored, 1)),
-                (long long)scored);
+    if (scored == 0)
+      std::printf("%s: loss %.4f, no step scored (every label of \"labels\" "
+                  "at a real step is negative)\n",
+                  kTool, predictions.loss);
+    else
+      std::printf("%s: loss %.4f, accuracy %.2f%% of %lld scored steps "
+                  "against \"labels\"\n",
+                  kTool, predictions.loss,
+                  100.0 * double(hits) / double(scored), (long long)scored);
   } else if (withLoss) {
     std::printf("%s: loss %.4f\n", kTool, predictions.loss);
   }

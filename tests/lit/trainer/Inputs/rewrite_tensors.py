@@ -2,9 +2,11 @@
 inputs of other kinds than lru-eval --dump-batch writes:
 
     python rewrite_tensors.py IN OUT [--keep A,B] [--i64 A,B] [--zero A]
+                                     [--minus-one A]
 
 --keep keeps only the tensors named (default all); --i64 widens I32 tensors
-to I64 (NumPy's default integers); --zero sets every value of a tensor to 0.
+to I64 (NumPy's default integers); --zero sets every value of a tensor to 0;
+--minus-one every value of an integer tensor to -1 (labels not scored).
 Pure Python (safetensors_file.py), like same_tensors.py.
 """
 import struct
@@ -24,6 +26,7 @@ def option(args, name):
 
 args = sys.argv[1:]
 keep, wide, zero = option(args, "--keep"), option(args, "--i64"), option(args, "--zero")
+minus_one = option(args, "--minus-one")
 tensors = read(args[0])
 if keep:
     tensors = {name: tensors[name] for name in keep}
@@ -35,5 +38,9 @@ for name in wide:
 for name in zero:
     dtype, shape, raw = tensors[name]
     tensors[name] = (dtype, shape, bytes(len(raw)))
+for name in minus_one:
+    dtype, shape, raw = tensors[name]
+    assert dtype in ("I32", "I64"), f"{name} is {dtype}"
+    tensors[name] = (dtype, shape, b"\xff" * len(raw))  # two's complement -1
 
 write_tensors(args[1], tensors)

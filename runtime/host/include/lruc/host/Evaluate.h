@@ -83,8 +83,9 @@ private:
 struct EvalResult {
   /// The mean over examples (per-step losses: over their real steps).
   double loss = 0;
-  /// The fraction of examples (per-step labels: of real steps) whose argmax
-  /// prediction is the label; NaN for real targets (classes 0).
+  /// The fraction of examples (per-step labels: of real, scored steps)
+  /// whose argmax prediction is the label; NaN for real targets (classes 0)
+  /// or when no step is scored.
   double accuracy = 0;
   int64_t examples = 0;
   /// [label][predicted class], `classes` × `classes` (the predictions'
