@@ -4,5 +4,6 @@
 # in the normal build.
 set(LRUC_HOST_FUZZ_TARGETS
   checkpoint:FuzzCheckpoint.cpp
+  tensors:FuzzTensorData.cpp
   )
 set(LRUC_HOST_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})

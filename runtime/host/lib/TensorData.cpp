@@ -2,8 +2,6 @@
 
 #include "lruc/host/TensorData.h"
 
-#include "lruc/host/Safetensors.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -239,8 +237,10 @@ data::Dataset readTensorData(const fs::path &root, data::Split split,
         "tensors: no {} (the task reads train.safetensors, test.safetensors "
         "and optionally val.safetensors there; docs/data.md)",
         path.string()));
-  const SafetensorsFile file = SafetensorsFile::read(path);
+  return tensorDataFrom(SafetensorsFile::read(path), length);
+}
 
+data::Dataset tensorDataFrom(const SafetensorsFile &file, int64_t length) {
   data::Dataset d;
   const std::vector<int32_t> labels = readSupervision(file, d);
   const auto rows = int64_t(labels.size());

@@ -30,6 +30,7 @@
 #define LRUC_HOST_TENSORDATA_H
 
 #include "lruc/data/Dataset.h"
+#include "lruc/host/Safetensors.h"
 
 #include <filesystem>
 
@@ -42,6 +43,11 @@ inline constexpr const char *kTensorsTask = "tensors";
 /// sequences are `length` steps.
 data::Dataset readTensorData(const std::filesystem::path &root,
                              data::Split split, int64_t length);
+
+/// The split `file` holds (already read), as readTensorData reads it; with
+/// `length` 0, tokens keep the file's length. The dataset returned keeps
+/// every invariant of data::Dataset (the fuzz target checks it).
+data::Dataset tensorDataFrom(const SafetensorsFile &file, int64_t length);
 
 /// Whether `root` holds a val.safetensors.
 bool tensorDataHasValidation(const std::filesystem::path &root);
