@@ -220,11 +220,19 @@ Examples readExamples(const SafetensorsFile &file, const Manifest &m) {
       continue;
     const auto *lengths =
         reinterpret_cast<const int32_t *>(ex.columns[i].bytes.data());
-    for (int64_t k = 0; k < rows; ++k)
+    const TensorInfo *sequence = m.findInput(sequenceOf(m.inputs[i], m));
+    const int64_t steps = sequence ? sequence->shape.at(1) : 0;
+    for (int64_t k = 0; k < rows; ++k) {
       if (lengths[k] < 1)
         throw HostError(fmt::format(
             "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
             file.name(), m.inputs[i].name, k, lengths[k]));
+      if (steps > 0 && lengths[k] > steps)
+        throw HostError(fmt::format("{}: \"{}\"[{}] = {}: \"{}\" has {} "
+                                    "steps a sequence",
+                                    file.name(), m.inputs[i].name, k,
+                                    lengths[k], sequence->name, steps));
+    }
     if (!ex.lengths)
       ex.lengths = lengths;
   }
@@ -391,7 +399,7 @@ Predictions predictStreamed(Runner &runner, const Examples &ex, int64_t batch,
         std::vector<float> stepOutputs(size_t(count) * row);
         float *outputs[] = {stepOutputs.data()};
         int64_t steps = L;
-        if (ex.lengths)
+        if (ex.lengths) // checked: at most L each
           steps = *std::max_element(ex.lengths + begin, ex.lengths + end);
         runner.stepReset(count, worker);
         for (int64_t t = 0; t < steps; ++t) {

@@ -2,11 +2,12 @@
 inputs of other kinds than lru-eval --dump-batch writes:
 
     python rewrite_tensors.py IN OUT [--keep A,B] [--i64 A,B] [--zero A]
-                                     [--minus-one A]
+                                     [--fill A=V]
 
 --keep keeps only the tensors named (default all); --i64 widens I32 tensors
 to I64 (NumPy's default integers); --zero sets every value of a tensor to 0;
---minus-one every value of an integer tensor to -1 (labels not scored).
+--fill sets every value of an integer tensor to V (labels not scored,
+lengths out of range).
 Pure Python (safetensors_file.py), like same_tensors.py.
 """
 import struct
@@ -26,7 +27,7 @@ def option(args, name):
 
 args = sys.argv[1:]
 keep, wide, zero = option(args, "--keep"), option(args, "--i64"), option(args, "--zero")
-minus_one = option(args, "--minus-one")
+fill = option(args, "--fill")
 tensors = read(args[0])
 if keep:
     tensors = {name: tensors[name] for name in keep}
@@ -38,9 +39,11 @@ for name in wide:
 for name in zero:
     dtype, shape, raw = tensors[name]
     tensors[name] = (dtype, shape, bytes(len(raw)))
-for name in minus_one:
+for spec in fill:
+    name, value = spec.split("=")
     dtype, shape, raw = tensors[name]
-    assert dtype in ("I32", "I64"), f"{name} is {dtype}"
-    tensors[name] = (dtype, shape, b"\xff" * len(raw))  # two's complement -1
+    code = {"I32": "i", "I64": "q"}[dtype]
+    count = len(raw) // struct.calcsize(code)
+    tensors[name] = (dtype, shape, struct.pack(f"<{count}{code}", *[int(value)] * count))
 
 write_tensors(args[1], tensors)
