@@ -82,6 +82,16 @@ TEST(Safetensors, EmptyFileOfNoTensors) {
   EXPECT_TRUE(file.tensors().empty());
 }
 
+TEST(Safetensors, EmptyTensorsCopyNothing) {
+  // No values: a null destination is fine (no memcpy of 0 bytes from it).
+  std::string bytes = encodeSafetensors({{"none", DType::F32, {0, 3}, nullptr},
+                                         {"ids", DType::I64, {0}, nullptr}},
+                                        {});
+  SafetensorsFile file = SafetensorsFile::parse(bytes, "x.safetensors");
+  file.copyTo("none", DType::F32, nullptr, 0);
+  EXPECT_TRUE(file.integers("ids").empty());
+}
+
 TEST(Safetensors, WriterRejectsDuplicateNames) {
   float x = 0;
   EXPECT_THROW(encodeSafetensors({{"a", DType::F32, {1}, &x},

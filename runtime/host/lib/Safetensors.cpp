@@ -212,7 +212,8 @@ void SafetensorsFile::copyTo(std::string_view tensor, DType dtype, void *out,
         "{}: tensor \"{}\" is {} {}; expected {} values of {}", name_, tensor,
         dtypeName(stored->dtype), shapeString(stored->shape), count,
         dtypeName(dtype)));
-  std::memcpy(out, data() + stored->begin, stored->end - stored->begin);
+  if (count > 0) // an empty tensor's `out` may be null
+    std::memcpy(out, data() + stored->begin, stored->end - stored->begin);
 }
 
 std::vector<int64_t> SafetensorsFile::integers(std::string_view tensor) const {
