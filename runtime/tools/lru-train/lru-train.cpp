@@ -33,6 +33,7 @@
 #include "lruc/host/Progress.h"
 #include "lruc/host/Schedule.h"
 #include "lruc/host/TaskData.h"
+#include "lruc/host/TensorData.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -851,6 +852,13 @@ int trainMain(int argc, char **argv) {
                                 train.size() == 0 ? "training" : "validation"));
   checkModelFitsData(manifest, libraryName, train,
                      fmt::format("{} (train)", s.task));
+  checkModelFitsData(manifest, libraryName, val,
+                     fmt::format("{} (val)", s.task));
+  // A user's own files may differ split by split: test.safetensors is read
+  // and checked now, not after training.
+  if (s.task == kTensorsTask)
+    checkModelFitsData(manifest, libraryName, data.split(data::Split::Test),
+                       fmt::format("{} (test)", s.task));
   planSteps(s, f, base, train.size(), stored ? &*stored : nullptr,
             lastPath.string());
 
