@@ -5,5 +5,6 @@
 set(LRUC_HOST_FUZZ_TARGETS
   checkpoint:FuzzCheckpoint.cpp
   tensors:FuzzTensorData.cpp
+  model-inputs:FuzzModelInputs.cpp
   )
 set(LRUC_HOST_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})

@@ -6,20 +6,13 @@
 //
 // Runs the checkpoint in eval mode (running statistics, no dropout) on the
 // examples of INPUTS, a safetensors file holding one tensor per model input
-// under the input's name, every one with the examples as its first
-// dimension (what `lru-eval --dump-batch` writes: `tokens` I32 [n, L],
-// `features` F32 [n, L, C], `lengths` I32 [n], ...). I64 integers are taken
-// too (NumPy's default), when their values fit.
-//
-//   - The loss's input (`labels` or `targets`) may be left out: then the
-//     file written has no loss.
-//   - A `lengths` input may be left out: a token sequence then ends at its
-//     last non-zero token (0 is padding), features run the whole length.
+// under the input's name (lruc/host/ModelInputs.h: what may be left out);
+// without the loss's input, the file written has no loss.
 //
 // Writes OUT (atomically): `predictions` [n, ...] and, with the loss's
 // input, `loss` (the mean over the examples, or for per-step predictions
-// over their real steps, as a batch's loss is); its metadata names the model,
-// the checkpoint and its step. Prints what it did; with `labels`, the
+// over their real, scored steps, as a batch's loss is); its metadata names the
+// model, the checkpoint and its step. Prints what it did; with `labels`, the
 // accuracy too.
 //
 // --stream runs step mode instead, each batch from a fresh carry:
@@ -34,6 +27,7 @@
 #include "lruc/host/Evaluate.h"
 #include "lruc/host/GpuModel.h"
 #include "lruc/host/Memory.h"
+#include "lruc/host/ModelInputs.h"
 #include "lruc/host/ModelLibrary.h"
 #include "lruc/host/Progress.h"
 #include "lruc/host/Safetensors.h"
@@ -57,191 +51,6 @@ using tools::UsageError;
 namespace {
 
 constexpr const char *kTool = "lru-predict";
-
-bool isLossInput(const std::string &name) {
-  return name == "labels" || name == "targets";
-}
-
-bool isLengths(const std::string &name) {
-  return name.rfind("lengths", 0) == 0;
-}
-
-/// "tokens_a" for "lengths_a": the sequence a lengths input measures.
-std::string sequenceOf(const TensorInfo &lengths, const Manifest &m) {
-  std::string suffix = lengths.name.substr(std::strlen("lengths"));
-  for (const char *base : {"tokens", "features"})
-    if (m.findInput(base + suffix))
-      return base + suffix;
-  return {};
-}
-
-/// One model input as the calls read it: `rows` examples in its dtype.
-struct InputColumn {
-  const TensorInfo *info = nullptr;
-  std::vector<char> bytes;
-  size_t rowBytes = 0;
-};
-
-/// What the model expects, for messages: "tokens I32 [n, 64], lengths I32
-/// [n], labels I32 [n]".
-std::string expectedInputs(const Manifest &m) {
-  std::vector<std::string> parts;
-  for (const TensorInfo &in : m.inputs) {
-    std::vector<std::string> dims{"n"};
-    for (size_t d = 1; d < in.shape.size(); ++d)
-      dims.push_back(std::to_string(in.shape[d]));
-    parts.push_back(fmt::format("{} {} [{}]", in.name, dtypeName(in.dtype),
-                                fmt::join(dims, ", ")));
-  }
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
-/// Reads the tensor for `in` from `file` into `column`, checking its dtype
-/// and shape; returns its number of examples.
-int64_t readColumn(const SafetensorsFile &file, const StoredTensor &stored,
-                   const TensorInfo &in, InputColumn &column,
-                   const std::string &expected) {
-  const std::string where = fmt::format("{}: \"{}\"", file.name(), in.name);
-  std::vector<int64_t> want(in.shape.begin() + 1, in.shape.end());
-  if (stored.shape.empty() ||
-      !std::equal(want.begin(), want.end(), stored.shape.begin() + 1,
-                  stored.shape.end()))
-    throw HostError(fmt::format("{} is {}; the model takes {}", where,
-                                shapeString(stored.shape), expected));
-  const int64_t rows = stored.shape[0];
-  const uint64_t count = numElements(stored.shape);
-  column.info = &in;
-  column.rowBytes = dtypeSize(in.dtype) * numElements(want);
-  column.bytes.resize(size_t(count) * dtypeSize(in.dtype));
-  if (stored.dtype == in.dtype) {
-    file.copyTo(in.name, in.dtype, column.bytes.data(), count);
-    return rows;
-  }
-  if (stored.dtype == DType::I64 && in.dtype == DType::I32) {
-    const std::vector<int64_t> wide = file.integers(in.name);
-    auto *narrow = reinterpret_cast<int32_t *>(column.bytes.data());
-    for (uint64_t k = 0; k < count; ++k) {
-      if (wide[k] < std::numeric_limits<int32_t>::min() ||
-          wide[k] > std::numeric_limits<int32_t>::max())
-        throw HostError(fmt::format("{}: value {} (element {}) does not fit "
-                                    "the model's I32",
-                                    where, wide[k], k));
-      narrow[k] = int32_t(wide[k]);
-    }
-    return rows;
-  }
-  throw HostError(fmt::format("{} is {}; the model takes {} ({})", where,
-                              dtypeName(stored.dtype), dtypeName(in.dtype),
-                              expected));
-}
-
-/// Fills a left-out lengths column: each token sequence up to its last
-/// non-zero token, features the whole length.
-void inferLengths(const InputColumn &sequence, int64_t rows,
-                  InputColumn &lengths, const std::string &file) {
-  lengths.rowBytes = sizeof(int32_t);
-  lengths.bytes.resize(size_t(rows) * sizeof(int32_t));
-  auto *out = reinterpret_cast<int32_t *>(lengths.bytes.data());
-  const int64_t L = sequence.info->shape[1];
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t length = L;
-    if (sequence.info->dtype == DType::I32) {
-      const auto *row = reinterpret_cast<const int32_t *>(
-          sequence.bytes.data() + size_t(i) * sequence.rowBytes);
-      while (length > 0 && row[length - 1] == 0)
-        --length;
-      if (length == 0)
-        throw HostError(fmt::format(
-            "{}: \"{}\" example {} is all padding (token 0), and there is no "
-            "\"{}\" to say otherwise",
-            file, sequence.info->name, i, lengths.info->name));
-    }
-    out[i] = int32_t(length);
-  }
-}
-
-/// A file's examples as the model's inputs, in call order.
-struct Examples {
-  std::vector<InputColumn> columns;
-  int64_t rows = 0;
-  bool hasLoss = false;             ///< the loss's input was given
-  const int32_t *lengths = nullptr; ///< the first lengths input's, if any
-  const int32_t *stepLabels = nullptr; ///< per-step `labels`, if given
-};
-
-/// Reads `file`'s tensors for `m`'s inputs (see the header for what may be
-/// left out); throws HostError naming the file and the input.
-Examples readExamples(const SafetensorsFile &file, const Manifest &m) {
-  const std::string expected = expectedInputs(m);
-  Examples ex;
-  ex.columns.resize(m.inputs.size());
-  int64_t rows = -1;
-  std::vector<size_t> missingLengths;
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    const TensorInfo &in = m.inputs[i];
-    const StoredTensor *stored = file.find(in.name);
-    if (!stored) {
-      ex.columns[i].info = &in;
-      if (isLossInput(in.name))
-        continue; // zeros, once the number of examples is known
-      if (isLengths(in.name) && !sequenceOf(in, m).empty()) {
-        missingLengths.push_back(i);
-        continue;
-      }
-      throw HostError(fmt::format("{}: no \"{}\"; the model takes {}",
-                                  file.name(), in.name, expected));
-    }
-    ex.hasLoss = ex.hasLoss || isLossInput(in.name);
-    const int64_t n = readColumn(file, *stored, in, ex.columns[i], expected);
-    if (rows >= 0 && n != rows)
-      throw HostError(fmt::format(
-          "{}: \"{}\" has {} examples, \"{}\" {}: every input needs the same "
-          "number",
-          file.name(), in.name, n, m.inputs[0].name, rows));
-    rows = n;
-  }
-  if (rows <= 0)
-    throw HostError(fmt::format("{}: no examples", file.name()));
-  ex.rows = rows;
-  for (size_t i : missingLengths) {
-    const std::string sequence = sequenceOf(m.inputs[i], m);
-    const size_t s = size_t(m.findInput(sequence) - m.inputs.data());
-    inferLengths(ex.columns[s], rows, ex.columns[i], file.name());
-  }
-  for (InputColumn &column : ex.columns)
-    if (column.bytes.empty()) { // the loss's input, left out: zeros
-      std::vector<int64_t> dims(column.info->shape.begin() + 1,
-                                column.info->shape.end());
-      column.rowBytes = dtypeSize(column.info->dtype) * numElements(dims);
-      column.bytes.assign(size_t(rows) * column.rowBytes, 0);
-    }
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    if (!isLengths(m.inputs[i].name))
-      continue;
-    const auto *lengths =
-        reinterpret_cast<const int32_t *>(ex.columns[i].bytes.data());
-    const TensorInfo *sequence = m.findInput(sequenceOf(m.inputs[i], m));
-    const int64_t steps = sequence ? sequence->shape.at(1) : 0;
-    for (int64_t k = 0; k < rows; ++k) {
-      if (lengths[k] < 1)
-        throw HostError(fmt::format(
-            "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
-            file.name(), m.inputs[i].name, k, lengths[k]));
-      if (steps > 0 && lengths[k] > steps)
-        throw HostError(fmt::format("{}: \"{}\"[{}] = {}: \"{}\" has {} "
-                                    "steps a sequence",
-                                    file.name(), m.inputs[i].name, k,
-                                    lengths[k], sequence->name, steps));
-    }
-    if (!ex.lengths)
-      ex.lengths = lengths;
-  }
-  if (const TensorInfo *labels = m.findInput("labels");
-      labels && labels->shape.size() == 2 && ex.hasLoss)
-    ex.stepLabels = reinterpret_cast<const int32_t *>(
-        ex.columns[size_t(labels - m.inputs.data())].bytes.data());
-  return ex;
-}
 
 /// Where the calls run: the checkpoint on the CPU library (a carry per
 /// worker thread) or on a GPU (one batch at a time).
@@ -323,7 +132,7 @@ struct Predictions {
 
 /// forward on every batch: the predictions of each go straight into their
 /// rows of the output.
-Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
+Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
                          int workers, ExampleProgress &progress) {
   const Manifest &m = runner.library.manifest();
   const TensorInfo &info = m.outputs.at(1);
@@ -368,8 +177,9 @@ Predictions predictWhole(Runner &runner, const Examples &ex, int64_t batch,
 
 /// Step mode on every batch from a fresh carry: the predictions after
 /// each step, [rows, L, ...]; NaN past each sequence's end.
-Predictions predictStreamed(Runner &runner, const Examples &ex, int64_t batch,
-                            int workers, ExampleProgress &progress) {
+Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
+                            int64_t batch, int workers,
+                            ExampleProgress &progress) {
   const Manifest &m = runner.library.manifest();
   const StepInfo &stepInfo = *m.step;
   // Each step input is the same-named sequence input at step t.
@@ -466,8 +276,8 @@ int predictMain(int argc, char **argv) {
                                 m.stepUnavailable));
   Checkpoint checkpoint =
       loadCheckpoint(positional[1], m, OptimizerState::Optional);
-  const Examples examples =
-      readExamples(SafetensorsFile::read(positional[2]), m);
+  const ModelInputs examples =
+      readModelInputs(SafetensorsFile::read(positional[2]), m);
 
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,

@@ -1,0 +1,53 @@
+//===- ModelInputs.h - A model's inputs from a safetensors file -*- C++ -*-===//
+//
+// What lru-predict feeds a model: a safetensors file holding one tensor per
+// model input under the input's name, every one with the examples as its
+// first dimension (the layout `lru-eval --dump-batch` writes: `tokens` I32
+// [n, L], `features` F32 [n, L, C], `lengths` I32 [n], ...). I64 integers
+// are taken too (NumPy's default), when their values fit.
+//
+//   - The loss's input (`labels` or `targets`) may be left out: zeros then,
+//     and ModelInputs::hasLoss is false.
+//   - A `lengths` input may be left out: a token sequence then ends at its
+//     last non-zero token (0 is padding), features run the whole length.
+//
+// Everything else out of place (a missing input, another shape or dtype,
+// different numbers of examples, a length outside 1..L) is a HostError
+// naming the file and the input. Values the library checks itself (tokens
+// below the vocabulary, labels below the classes) are left to it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LRUC_HOST_MODELINPUTS_H
+#define LRUC_HOST_MODELINPUTS_H
+
+#include "lruc/host/ModelLibrary.h"
+#include "lruc/host/Safetensors.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace lruc::host {
+
+/// One model input as the calls read it: `rows` examples in its dtype.
+struct InputColumn {
+  const TensorInfo *info = nullptr; ///< the manifest's
+  std::vector<char> bytes;
+  size_t rowBytes = 0;
+};
+
+/// A file's examples as a model's inputs, in call order. Its pointers are
+/// into its own columns and the manifest it was read for.
+struct ModelInputs {
+  std::vector<InputColumn> columns;
+  int64_t rows = 0;
+  bool hasLoss = false;                ///< the loss's input was given
+  const int32_t *lengths = nullptr;    ///< the first lengths input's, if any
+  const int32_t *stepLabels = nullptr; ///< per-step `labels`, if given
+};
+
+/// Reads `file`'s tensors for `m`'s inputs (see above).
+ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m);
+
+} // namespace lruc::host
+
+#endif // LRUC_HOST_MODELINPUTS_H
