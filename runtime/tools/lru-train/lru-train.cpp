@@ -787,6 +787,26 @@ private:
   Progress *progress_ = nullptr;
 };
 
+/// A class a step: training needs a step to learn from, and choosing the
+/// best checkpoint one to score (a negative step label is not scored).
+void requireScoredSteps(const data::Dataset &d, const std::string &what) {
+  if (d.supervision != data::Supervision::StepLabels)
+    return;
+  const auto L = size_t(d.length);
+  for (size_t i = 0; i < d.size(); ++i) {
+    const size_t steps =
+        d.kind == data::InputKind::Features
+            ? (d.featureLengths.empty() ? L : size_t(d.featureLengths[i]))
+            : d.sequence(i).size;
+    for (size_t t = 0; t < steps; ++t)
+      if (d.stepLabels[i * L + t] >= 0)
+        return;
+  }
+  throw HostError(fmt::format("{}: no step is scored (every label of a real "
+                              "step is negative)",
+                              what));
+}
+
 int trainMain(int argc, char **argv) {
   const Flags f = parseFlags(argc, argv);
   const int threads = tools::threadsOrAllCores(f.threads);
@@ -854,6 +874,8 @@ int trainMain(int argc, char **argv) {
                      fmt::format("{} (train)", s.task));
   checkModelFitsData(manifest, libraryName, val,
                      fmt::format("{} (val)", s.task));
+  requireScoredSteps(train, fmt::format("{} (train)", s.task));
+  requireScoredSteps(val, fmt::format("{} (val)", s.task));
   // A user's own files may differ split by split: test.safetensors is read
   // and checked now, not after training.
   if (s.task == kTensorsTask)
