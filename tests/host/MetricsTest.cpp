@@ -62,7 +62,30 @@ TEST(Metrics, MalformedLinesNameTheLine) {
     FAIL();
   } catch (const HostError &e) {
     EXPECT_EQ(std::string(e.what()),
-              (dir / "m.jsonl").string() + ":3: not a JSON object");
+              (dir / "m.jsonl").string() +
+                  ":3: not JSON: parse error at column 2: syntax error while "
+                  "parsing value - invalid literal; last read: 'no'");
+  }
+  writeBytes(dir / "m.jsonl", "[1, 2]\n");
+  EXPECT_THROW(readMetrics(dir / "m.jsonl"), HostError);
+  writeBytes(dir / "m.jsonl", "{\"step\":1,\"loss\":1e400}\n");
+  try {
+    readMetrics(dir / "m.jsonl");
+    FAIL();
+  } catch (const HostError &e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "m.jsonl").string() +
+                                         ":1: not JSON: number overflow "
+                                         "parsing '1e400'");
+  }
+  writeBytes(dir / "m.jsonl", "\n\n");
+  try {
+    readMetrics(dir / "m.jsonl");
+    FAIL();
+  } catch (const HostError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "m.jsonl").string() +
+                  ": no records (a run that has not logged its first steps "
+                  "yet?)");
   }
   writeBytes(dir / "m.jsonl", "{\"loss\":1}\n");
   EXPECT_THROW(readMetrics(dir / "m.jsonl"), HostError);

@@ -425,7 +425,8 @@ TEST_F(Tools, PlotDrawsEveryRun) {
   lruc::host::testing::writeBytes(out("bad.jsonl"), "{\"step\": 1}\nnope\n");
   r = tool({LRU_PLOT, svg.string(), out("bad.jsonl").string()});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("bad.jsonl:2: not a JSON object"), std::string::npos)
+  EXPECT_NE(r.output.find("bad.jsonl:2: not JSON: parse error at column 2"),
+            std::string::npos)
       << r.output;
 }
 

@@ -97,8 +97,21 @@ std::vector<MetricsEntry> readMetrics(const fs::path &path) {
       return HostError(
           fmt::format("{}:{}: {}", path.string(), number, what));
     };
-    json entry = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (entry.is_discarded() || !entry.is_object())
+    json entry;
+    try {
+      entry = json::parse(line);
+    } catch (const json::exception &e) {
+      // "[json.exception.parse_error.101] parse error at line 1, ...": the
+      // part after the tag says where and why.
+      std::string why = e.what();
+      if (why.rfind('[', 0) == 0 && why.find("] ") != std::string::npos)
+        why = why.substr(why.find("] ") + 2);
+      // The parser saw one line: its "line 1" is the file's `number`.
+      if (size_t at = why.find("at line 1, column "); at != std::string::npos)
+        why.replace(at, std::strlen("at line 1, "), "at ");
+      throw error("not JSON: " + why);
+    }
+    if (!entry.is_object())
       throw error("not a JSON object");
     MetricsEntry e;
     auto step = entry.find("step");
@@ -127,6 +140,10 @@ std::vector<MetricsEntry> readMetrics(const fs::path &path) {
     read("time", e.time);
     entries.push_back(std::move(e));
   }
+  if (entries.empty())
+    throw HostError(fmt::format("{}: no records (a run that has not logged "
+                                "its first steps yet?)",
+                                path.string()));
   return entries;
 }
 

@@ -54,7 +54,7 @@ struct MetricsEntry {
 };
 
 /// Reads a metrics.jsonl; skips nothing silently: a malformed line is a
-/// HostError "PATH:LINE: ...".
+/// HostError "PATH:LINE: ...", and so is a file of no records.
 std::vector<MetricsEntry> readMetrics(const std::filesystem::path &path);
 
 } // namespace lruc::host
