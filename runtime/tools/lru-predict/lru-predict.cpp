@@ -9,7 +9,8 @@
 // under the input's name (lruc/host/ModelInputs.h: what may be left out);
 // without the loss's input, the file written has no loss.
 //
-// Writes OUT (atomically): `predictions` [n, ...] and, with the loss's
+// Writes OUT (atomically): `predictions` [n, ...] (per step: NaN past each
+// sequence's end) and, with the loss's
 // input, `loss` (the mean over the examples, or for per-step predictions
 // over their real, scored steps, as a batch's loss is); its metadata names the
 // model, the checkpoint and its step. Prints what it did; with `labels`, the
@@ -165,6 +166,14 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
                 : double(count);
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
+        // Per step: what the model computes past a sequence's end means
+        // nothing; NaN there, as --stream writes.
+        for (size_t k = begin; stepCounts && k < end; ++k)
+          std::fill(out.values.begin() +
+                        ptrdiff_t((k * size_t(L) + size_t(stepCounts[k])) *
+                                  (row / size_t(L))),
+                    out.values.begin() + ptrdiff_t((k + 1) * row),
+                    std::numeric_limits<float>::quiet_NaN());
         progress.batchDone(count);
       });
   // Weights count examples or scored steps: with none scored the mean is

@@ -5,7 +5,8 @@ whole-sequence ones:
 
 STREAMED holds `predictions` [n, L, K] (NaN past each sequence's end),
 WHOLE `predictions` [n, K] (pooled: the last real step must match) or
-[n, L, K] (per step: every real step must), LENGTHS_FILE `lengths` [n]:
+[n, L, K] (per step: every real step must, NaN past the end as well),
+LENGTHS_FILE `lengths` [n]:
 each sequence must have exactly that many steps that are not NaN.
 """
 import math
@@ -39,7 +40,10 @@ for i in range(n):
     if len(whole_shape) == 2:
         pairs = [(rows[lengths[i] - 1], whole[i * K : (i + 1) * K])]
     else:
-        pairs = [(rows[t], whole[(i * L + t) * K : (i * L + t + 1) * K]) for t in real]
+        whole_rows = [whole[(i * L + t) * K : (i * L + t + 1) * K] for t in range(L)]
+        if [t for t in range(L) if not any(math.isnan(v) for v in whole_rows[t])] != real:
+            sys.exit(f"example {i}: the whole predictions are NaN at other steps")
+        pairs = [(rows[t], whole_rows[t]) for t in real]
     for a, b in pairs:
         worst = max(worst, max(abs(u - v) for u, v in zip(a, b)))
 if worst > atol:
