@@ -340,6 +340,7 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     all.hits += h.hits;
     all.total += h.total;
   }
+  result.scored = all.total;
   if (all.total > 0) // else none scored (every step label negative): NaN
     result.accuracy = double(all.hits) / double(all.total);
   return result;

@@ -279,9 +279,12 @@ void printResult(const std::string &what, int64_t step, const EvalResult &r,
                  bool confusion) {
   std::string accuracy;
   if (r.classes > 0)
-    accuracy = std::isnan(r.accuracy)
-                   ? ", no step scored"
-                   : fmt::format(", accuracy {:.2f}%", 100 * r.accuracy);
+    accuracy =
+        std::isnan(r.accuracy)
+            ? ", no step scored"
+            : fmt::format(", accuracy {:.2f}%{}", 100 * r.accuracy,
+                          r.perStep ? fmt::format(" of {} steps", r.scored)
+                                    : "");
   std::printf("%s: %s, step %lld: loss %.4f%s (%lld examples)\n", kTool,
               what.c_str(), (long long)step, r.loss, accuracy.c_str(),
               (long long)r.examples);

@@ -657,8 +657,10 @@ public:
       std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
                   100 * bestAccuracy_, (long long)bestStep_,
                   bestPath_.string().c_str());
-      std::printf("%s: test accuracy %.2f%% (loss %.4f, %lld examples)\n",
-                  kTool, 100 * test.accuracy, test.loss,
+      const std::string steps =
+          test.perStep ? fmt::format(" of {} steps", test.scored) : "";
+      std::printf("%s: test accuracy %.2f%%%s (loss %.4f, %lld examples)\n",
+                  kTool, 100 * test.accuracy, steps.c_str(), test.loss,
                   (long long)test.examples);
     }
     return 0;

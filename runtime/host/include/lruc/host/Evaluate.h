@@ -88,6 +88,8 @@ struct EvalResult {
   /// or when no step is scored.
   double accuracy = 0;
   int64_t examples = 0;
+  /// What the accuracy counts: the examples, or (perStep) the scored steps.
+  int64_t scored = 0;
   /// [label][predicted class], `classes` × `classes` (the predictions'
   /// width; 0 for real targets): how many examples (steps) of each label
   /// got each argmax (an all-NaN prediction counts in no column).
