@@ -1,5 +1,6 @@
 //===- MetricsTest.cpp - metrics.jsonl ------------------------------------===//
 
+#include "ErrorOf.h"
 #include "TestUtil.h"
 
 #include "lruc/host/Error.h"
@@ -12,6 +13,7 @@
 namespace {
 
 using namespace lruc::host;
+using lruc::host::testing::errorOf;
 using lruc::host::testing::readBytes;
 using lruc::host::testing::TempDir;
 using lruc::host::testing::writeBytes;
@@ -56,37 +58,20 @@ TEST(Metrics, ResumingDropsWhatCameAfterTheCheckpoint) {
 
 TEST(Metrics, MalformedLinesNameTheLine) {
   TempDir dir;
-  writeBytes(dir / "m.jsonl", "{\"step\":1}\n\nnot json\n");
-  try {
-    readMetrics(dir / "m.jsonl");
-    FAIL();
-  } catch (const HostError &e) {
-    EXPECT_EQ(std::string(e.what()),
-              (dir / "m.jsonl").string() +
-                  ":3: not JSON: parse error at column 2: syntax error while "
-                  "parsing value - invalid literal; last read: 'no'");
-  }
-  writeBytes(dir / "m.jsonl", "[1, 2]\n");
-  EXPECT_THROW(readMetrics(dir / "m.jsonl"), HostError);
-  writeBytes(dir / "m.jsonl", "{\"step\":1,\"loss\":1e400}\n");
-  try {
-    readMetrics(dir / "m.jsonl");
-    FAIL();
-  } catch (const HostError &e) {
-    EXPECT_EQ(std::string(e.what()), (dir / "m.jsonl").string() +
-                                         ":1: not JSON: number overflow "
-                                         "parsing '1e400'");
-  }
-  writeBytes(dir / "m.jsonl", "\n\n");
-  try {
-    readMetrics(dir / "m.jsonl");
-    FAIL();
-  } catch (const HostError &e) {
-    EXPECT_EQ(std::string(e.what()),
-              (dir / "m.jsonl").string() +
-                  ": no records (a run that has not logged its first steps "
-                  "yet?)");
-  }
+  const std::string file = (dir / "m.jsonl").string();
+  auto read = [&] { readMetrics(file); };
+  writeBytes(file, "{\"step\":1}\n\nnot json\n");
+  EXPECT_EQ(errorOf(read),
+            file + ":3: not JSON: parse error at column 2: syntax error while "
+                   "parsing value - invalid literal; last read: 'no'");
+  writeBytes(file, "[1, 2]\n");
+  EXPECT_EQ(errorOf(read), file + ":1: not a JSON object");
+  writeBytes(file, "{\"step\":1,\"loss\":1e400}\n");
+  EXPECT_EQ(errorOf(read),
+            file + ":1: not JSON: number overflow parsing '1e400'");
+  writeBytes(file, "\n\n");
+  EXPECT_EQ(errorOf(read), file + ": no records (a run that has not logged "
+                                  "its first steps yet?)");
   writeBytes(dir / "m.jsonl", "{\"loss\":1}\n");
   EXPECT_THROW(readMetrics(dir / "m.jsonl"), HostError);
   writeBytes(dir / "m.jsonl", "{\"step\":1,\"loss\":\"x\"}\n");

@@ -5,6 +5,7 @@
 #include "lruc/host/Error.h"
 #include "lruc/host/Safetensors.h"
 
+#include "ErrorOf.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@ namespace lruc::host {
 namespace {
 
 using data::Split;
+using testing::errorOf;
 using testing::TempDir;
 
 struct Tensor {
@@ -42,15 +44,6 @@ void writeSplit(const TempDir &dir, const std::string &split,
   }
   writeFileAtomically(dir / (split + ".safetensors"),
                       encodeSafetensors(out, {}));
-}
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const HostError &e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(TensorData, TokensWithAndWithoutLengths) {
