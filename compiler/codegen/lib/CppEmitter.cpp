@@ -1868,7 +1868,7 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
   return success();
 }
 
-void buildFusionPipeline(OpPassManager &pm, bool recompute) {
+void buildFusionPipeline(OpPassManager &pm, Recompute recompute) {
   pm.addPass(createStripStopGradients());
   // One copy of what the derivation computed twice: a block's backward
   // pass rebuilds the length mask (and its sum, a full reduction) that
@@ -1876,13 +1876,16 @@ void buildFusionPipeline(OpPassManager &pm, bool recompute) {
   pm.addNestedPass<func::FuncOp>(mlir::createCSEPass());
   pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
   pm.addNestedPass<func::FuncOp>(createRematerializePass());
-  if (recompute)
-    pm.addNestedPass<func::FuncOp>(createRecomputePass());
+  if (recompute != Recompute::None) {
+    RecomputePassOptions options;
+    options.states = recompute == Recompute::States;
+    pm.addNestedPass<func::FuncOp>(createRecomputePass(options));
+  }
   pm.addNestedPass<func::FuncOp>(createFuseMultiTensorPass());
   pm.addNestedPass<func::FuncOp>(createFuseGemmEpiloguePass());
 }
 
-void buildCpuPipeline(OpPassManager &pm, bool recompute) {
+void buildCpuPipeline(OpPassManager &pm, Recompute recompute) {
   buildFusionPipeline(pm, recompute);
   pm.addNestedPass<func::FuncOp>(createGroupMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createMarkStepConstantsPass());

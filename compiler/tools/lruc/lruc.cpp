@@ -106,11 +106,21 @@ cl::list<std::string> nvrtcOptions(
              "--nvrtc-option=--Ofast-compile=max for a quick check)"),
     cl::value_desc("option"), cl::cat(lrucCategory));
 
-cl::opt<bool> recompute(
-    "recompute",
-    cl::desc("Recompute elementwise values in the backward pass instead of "
-             "keeping them from the forward pass (-lru-recompute): a smaller "
-             "workspace for a little more work"),
+cl::opt<lruc::Recompute> recompute(
+    "recompute", cl::ValueOptional,
+    cl::desc("What the backward pass computes again instead of keeping it "
+             "from the forward pass (-lru-recompute): a smaller workspace "
+             "for more work"),
+    cl::init(lruc::Recompute::None),
+    cl::values(clEnumValN(lruc::Recompute::Elementwise, "",
+                          "elementwise values (as =elementwise)"),
+               clEnumValN(lruc::Recompute::None, "none",
+                          "nothing (the default)"),
+               clEnumValN(lruc::Recompute::Elementwise, "elementwise",
+                          "elementwise values: a little more work"),
+               clEnumValN(lruc::Recompute::States, "states",
+                          "elementwise values and the LRU's states: one more "
+                          "matmul and scan per LRU")),
     cl::cat(lrucCategory));
 
 cl::opt<bool> profile(
@@ -365,10 +375,10 @@ int main(int argc, char **argv) {
       pm.addPass(lruc::createDeriveBackward());
       pm.addPass(lruc::createDeriveTrainStep());
     }
-    if (planned || (printStats && recompute))
+    if (planned || (printStats && recompute != lruc::Recompute::None))
       lruc::buildCpuPipeline(pm, recompute);
     else if (fused)
-      lruc::buildFusionPipeline(pm);
+      lruc::buildFusionPipeline(pm, recompute);
     if (mlir::failed(pm.run(*module)))
       return 1;
   }

@@ -6,9 +6,12 @@
 // the slice of its body that leads to the result, stopping at inputs that
 // are still alive and at other results of the group that are kept (a
 // scan's states, kept for the backward pass, give back their Re and Im).
-// Decides with the function's original liveness, then builds each copy
-// just before its first late reader; a copy reads the copy of an input
-// that was itself recomputed before that point.
+// With `states`, a scan's states too: the slice runs the scan again, and
+// an input product of the scan that is gone by then (b = B u) is computed
+// again from its operands first. Reads through an `lru.view` count where
+// the view is read. Decides with the function's original liveness, then
+// builds each copy just before its first late reader; a copy reads the
+// copy of an input that was itself recomputed before that point.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +29,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace lruc {
@@ -45,18 +49,27 @@ bool isFree(Value v) {
 
 /// How to compute a value again: ops (a group's body ops, in order, or a
 /// lone op) over outside values (`inputs`), and the value among their
-/// results.
+/// results. `producers`: top-level ops (a matmul and its view) computing
+/// inputs that are gone by then, computed again first.
 struct Slice {
+  llvm::SetVector<Operation *> producers;
   llvm::SetVector<Operation *> ops;
   llvm::SetVector<Value> inputs;
   DenseMap<Value, Value> outside; ///< body value -> the outside value it is
   Value result;
 };
 
+/// A read of a value, directly or through a view of it (`via`).
+struct Read {
+  OpOperand *use;
+  lru::ViewOp via;
+};
+
 struct Plan {
   Slice slice;
-  Operation *firstLate;                ///< the copy goes before it
-  llvm::SmallVector<OpOperand *> late; ///< the reads to redirect
+  Value original;               ///< the value computed again
+  Operation *firstLate;         ///< the copy goes before it
+  llvm::SmallVector<Read> late; ///< the reads to redirect
 };
 
 struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
@@ -70,12 +83,41 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
     auto topPosition = [&](Operation *user) {
       return position.lookup(body.findAncestorOpInBlock(*user));
     };
-    auto aliveAt = [&](Value v, unsigned at) {
+    // A view reads the viewed value's buffer: it is alive while the view is.
+    std::function<bool(Value, unsigned)> aliveAt = [&](Value v, unsigned at) {
       if (isFree(v))
         return true;
       return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        if (auto view = dyn_cast<lru::ViewOp>(user);
+            view && view->getBlock() == &body)
+          return aliveAt(view.getResult(), at);
         return topPosition(user) >= at;
       });
+    };
+
+    // What a copy at `at` may read: a value alive there anyway, or one
+    // without a batch dim (λ from the parameters), small enough to keep.
+    auto readableAt = [&](Value v, unsigned at) {
+      return !lruc::group::isBatchSized(v) || aliveAt(v, at);
+    };
+
+    // How to compute a scan's input product again at `at`: a matmul (and
+    // the view of its result the scan reads) whose operands are alive.
+    auto producersOf =
+        [&](Value input,
+            unsigned at) -> std::optional<SmallVector<Operation *, 2>> {
+      SmallVector<Operation *, 2> chain;
+      Operation *def = input.getDefiningOp();
+      if (auto view = dyn_cast_or_null<lru::ViewOp>(def)) {
+        chain.push_back(view);
+        def = view.getX().getDefiningOp();
+      }
+      auto product = dyn_cast_or_null<lru::MatmulOp>(def);
+      if (!product || !llvm::all_of(product->getOperands(),
+                                    [&](Value v) { return readableAt(v, at); }))
+        return std::nullopt;
+      chain.insert(chain.begin(), product);
+      return chain;
     };
 
     // The slice that computes result `index` of `op` at position `at` from
@@ -88,7 +130,7 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         if (!op.hasTrait<OpTrait::Elementwise>() || op.getNumResults() != 1)
           return std::nullopt;
         for (Value input : op.getOperands()) {
-          if (!aliveAt(input, at))
+          if (!readableAt(input, at))
             return std::nullopt;
           slice.inputs.insert(input);
           slice.outside[input] = input;
@@ -105,6 +147,9 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         if (j != index && aliveAt(group.getResult(j), at))
           keptResult.try_emplace(v, group.getResult(j));
       llvm::SmallPtrSet<Operation *, 16> needed;
+      // A product is computed again only for a scan's states, where the
+      // buffer saved is the size of the product.
+      bool throughScan = false;
       SmallVector<Value> work = {yield.getValues()[index]};
       while (!work.empty()) {
         Value v = work.pop_back_val();
@@ -119,19 +164,30 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         }
         if (auto arg = dyn_cast<BlockArgument>(v)) {
           Value input = group.getInputs()[arg.getArgNumber()];
-          if (!aliveAt(input, at))
-            return std::nullopt;
+          if (!readableAt(input, at)) {
+            if (!states)
+              return std::nullopt;
+            auto chain = producersOf(input, at);
+            if (!chain)
+              return std::nullopt;
+            slice.producers.insert(chain->begin(), chain->end());
+          }
           slice.outside[v] = input;
           slice.inputs.insert(input);
           continue;
         }
         Operation *def = v.getDefiningOp();
-        if (isa<lru::ScanOp>(def))
-          return std::nullopt;
+        if (isa<lru::ScanOp>(def)) {
+          if (!states)
+            return std::nullopt;
+          throughScan = true;
+        }
         if (needed.insert(def).second)
           for (Value operand : def->getOperands())
             work.push_back(operand);
       }
+      if (!slice.producers.empty() && !throughScan)
+        return std::nullopt;
       for (Operation &inner : groupBody.without_terminator())
         if (needed.contains(&inner))
           slice.ops.insert(&inner);
@@ -146,18 +202,27 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
       for (OpResult result : op.getResults()) {
         if (!lruc::group::isBatchSized(result))
           continue;
-        llvm::SmallVector<OpOperand *> uses;
-        for (OpOperand &use : result.getUses())
-          uses.push_back(&use);
-        if (uses.size() < 2)
+        // A view's readers read the value: each is early or late itself.
+        llvm::SmallVector<Read> reads;
+        for (OpOperand &use : result.getUses()) {
+          auto view = dyn_cast<lru::ViewOp>(use.getOwner());
+          if (!view || view->getBlock() != &body) {
+            reads.push_back({&use, nullptr});
+            continue;
+          }
+          for (OpOperand &viewUse : view.getResult().getUses())
+            reads.push_back({&viewUse, view});
+        }
+        if (reads.size() < 2)
           continue;
-        llvm::sort(uses, [&](OpOperand *a, OpOperand *b) {
-          return topPosition(a->getOwner()) < topPosition(b->getOwner());
+        llvm::stable_sort(reads, [&](const Read &a, const Read &b) {
+          return topPosition(a.use->getOwner()) <
+                 topPosition(b.use->getOwner());
         });
         // The widest gap between consecutive reads splits early from late.
         unsigned gap = 0, split = 0, previous = position[&op];
-        for (auto [i, use] : llvm::enumerate(uses)) {
-          unsigned at = topPosition(use->getOwner());
+        for (auto [i, read] : llvm::enumerate(reads)) {
+          unsigned at = topPosition(read.use->getOwner());
           if (i > 0 && at - previous > gap) {
             gap = at - previous;
             split = unsigned(i);
@@ -167,28 +232,55 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         if (split == 0 || gap < minGap)
           continue;
         Operation *firstLate =
-            body.findAncestorOpInBlock(*uses[split]->getOwner());
+            body.findAncestorOpInBlock(*reads[split].use->getOwner());
         std::optional<Slice> slice =
             sliceOf(op, result.getResultNumber(), position[firstLate]);
         if (!slice || slice->ops.empty())
           continue;
-        plans.push_back(
-            {std::move(*slice), firstLate, {uses.begin() + split, uses.end()}});
+        plans.push_back({std::move(*slice),
+                         result,
+                         firstLate,
+                         {reads.begin() + split, reads.end()}});
       }
     }
 
     // Copies in order of the originals, so a copy can read an earlier one.
     llvm::DenseMap<Value, std::pair<Value, Operation *>> copyOf;
+    auto copyBefore = [&](Value v, Operation *point) {
+      auto it = copyOf.find(v);
+      return it != copyOf.end() && it->second.second->isBeforeInBlock(point)
+                 ? it->second.first
+                 : v;
+    };
+    // A product computed again serves every copy that reads it (a
+    // bidirectional LRU's two scans of one B u): it goes before the first.
+    llvm::DenseMap<Operation *, Operation *> productPoint, productCopy;
+    for (Plan &plan : plans)
+      for (Operation *producer : plan.slice.producers) {
+        Operation *&point = productPoint[producer];
+        if (!point || plan.firstLate->isBeforeInBlock(point))
+          point = plan.firstLate;
+      }
     for (Plan &plan : plans) {
       OpBuilder builder(plan.firstLate);
       auto outsideValue = [&](Value v) {
-        auto it = copyOf.find(v);
-        return it != copyOf.end() &&
-                       it->second.second->isBeforeInBlock(plan.firstLate)
-                   ? it->second.first
-                   : v;
+        return copyBefore(v, plan.firstLate);
       };
       Slice &slice = plan.slice;
+      IRMapping produced;
+      for (Operation *producer : slice.producers) {
+        Operation *&copied = productCopy[producer];
+        if (!copied) {
+          Operation *point = productPoint.lookup(producer);
+          IRMapping mapping;
+          for (Value operand : producer->getOperands())
+            mapping.map(operand,
+                        produced.lookupOrDefault(copyBefore(operand, point)));
+          OpBuilder atPoint(point);
+          copied = atPoint.clone(*producer, mapping);
+        }
+        produced.map(producer->getResult(0), copied->getResult(0));
+      }
       Value copy;
       Operation *first = slice.ops.front();
       if (!isa<lru::FusedOp>(first->getParentOp())) {
@@ -200,7 +292,7 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
       } else {
         SmallVector<Value> inputs;
         for (Value input : slice.inputs)
-          inputs.push_back(outsideValue(input));
+          inputs.push_back(produced.lookupOrDefault(outsideValue(input)));
         auto group = builder.create<lru::FusedOp>(
             first->getLoc(), TypeRange{slice.result.getType()}, inputs);
         SmallVector<Location> locs(inputs.size(), first->getLoc());
@@ -216,11 +308,24 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
         builder.create<lru::YieldOp>(first->getLoc(),
                                      mapping.lookup(slice.result));
         copy = group.getResult(0);
+        builder.setInsertionPoint(plan.firstLate);
       }
-      Value original = plan.late.front()->get();
-      for (OpOperand *use : plan.late)
-        use->set(copy);
-      copyOf[original] = {copy, copy.getDefiningOp()};
+      // A read through a view reads a view of the copy, one per view.
+      llvm::DenseMap<Operation *, Value> viewOfCopy;
+      for (Read &read : plan.late) {
+        if (!read.via) {
+          read.use->set(copy);
+          continue;
+        }
+        Value &view = viewOfCopy[read.via];
+        if (!view)
+          view = builder
+                     .create<lru::ViewOp>(read.via.getLoc(), read.via.getType(),
+                                          copy)
+                     .getResult();
+        read.use->set(view);
+      }
+      copyOf[plan.original] = {copy, copy.getDefiningOp()};
     }
   }
 };

@@ -21,17 +21,26 @@
 
 namespace lruc {
 
+/// What the backward pass computes again instead of keeping it from the
+/// forward pass (-lru-recompute, `lruc --recompute`).
+enum class Recompute {
+  None,        ///< keep every value the backward pass reads
+  Elementwise, ///< elementwise values: a smaller workspace for a little work
+  States,      ///< also scans' states: one more matmul and scan per LRU
+};
+
 /// Adds the fusion passes for primitive IR (with @backward and
 /// @train_step): elementwise fusion (with the sums it feeds), optionally
-/// recomputation of elementwise values for the backward pass instead of
-/// keeping them (-lru-recompute: a smaller workspace for a little more
-/// work), the returned groups (the optimizer update) as one kernel, and
-/// groups as the epilogues of their matmuls (`lruc --emit=fused`).
-void buildFusionPipeline(mlir::OpPassManager &pm, bool recompute = false);
+/// recomputation for the backward pass (`recompute`), the returned groups
+/// (the optimizer update) as one kernel, and groups as the epilogues of
+/// their matmuls (`lruc --emit=fused`).
+void buildFusionPipeline(mlir::OpPassManager &pm,
+                         Recompute recompute = Recompute::None);
 
 /// buildFusionPipeline, then the memory plan: what emitCpp and emitCuda
 /// take (the kernel-level IR, `lruc --emit=kernel`).
-void buildCpuPipeline(mlir::OpPassManager &pm, bool recompute = false);
+void buildCpuPipeline(mlir::OpPassManager &pm,
+                      Recompute recompute = Recompute::None);
 
 /// How the CUDA kernels store activations (`lruc --gpu-storage`).
 enum class CudaStorage {

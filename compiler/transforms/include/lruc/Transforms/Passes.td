@@ -138,7 +138,7 @@ def GroupMatmulsPass : Pass<"lru-group-matmuls", "mlir::func::FuncOp"> {
 }
 
 def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
-  let summary = "Recompute elementwise values for the backward pass instead of keeping them";
+  let summary = "Recompute elementwise values (and optionally scan states) for the backward pass instead of keeping them";
   let description = [{
     The decision of what the backward pass keeps and what it recomputes.
     A batch-sized result of a lone elementwise op or of an `lru.fused`
@@ -149,11 +149,22 @@ def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
     other kept results; never through a scan), a copy just before the later
     reads computes it again, so the value's buffer is free in between. It costs one more elementwise pass over memory and shrinks the
     workspace (`lruc --stats`). "Much later": at least `min-gap` ops
-    between the two groups of reads.
+    between the two groups of reads. Reads through an `lru.view` count
+    where the view is read (a late one reads a view of the copy).
+
+    With `states`, a scan's states too (the LRU's `x`, read by the forward
+    pass's C product and again by the backward pass's C gradient and
+    reverse scan): the copy runs the scan again, and its input product
+    (`B u`, gone by then) is computed again from its operands first, one
+    copy for the two scans of a bidirectional LRU. It costs one more
+    matmul and scan per LRU and saves the states' buffer, the largest a
+    layer keeps.
   }];
   let options = [
     Option<"minGap", "min-gap", "unsigned", /*default=*/"16",
            "Fewest ops between the early and the late reads">,
+    Option<"states", "states", "bool", /*default=*/"false",
+           "Also recompute scans' states (and their input products)">,
   ];
 }
 
