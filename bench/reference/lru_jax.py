@@ -196,6 +196,9 @@ def make_model(spec, lruc_dropout=True):
             logp = jax.nn.log_softmax(logits, -1)
             nll = -jnp.take_along_axis(logp, jnp.maximum(labels, 0)[..., None],
                                        -1)[..., 0]
+            # Label smoothing s: against (1 - s) onehot + s / K.
+            s = spec.label_smoothing
+            nll = (1 - s) * nll - s * logp.mean(-1)
             if per_step:  # a negative label: a step not scored
                 scored = mask * (labels >= 0)
                 loss = (nll * scored).sum() / jnp.maximum(scored.sum(), 1)

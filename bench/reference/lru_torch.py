@@ -359,14 +359,17 @@ class Model(nn.Module):
         per_step = self.spec.pool == "none"
         if self.spec.loss == "cross_entropy":
             labels = t["labels"].long()
+            smoothing = self.spec.label_smoothing
             if per_step:  # a negative label: a step not scored
                 scored = mask * (labels >= 0)
                 losses = F.cross_entropy(logits.transpose(1, 2),
                                          labels.clamp(min=0),
-                                         reduction="none")
+                                         reduction="none",
+                                         label_smoothing=smoothing)
                 loss = (losses * scored).sum() / scored.sum().clamp(min=1)
             else:
-                loss = F.cross_entropy(logits, labels)
+                loss = F.cross_entropy(logits, labels,
+                                       label_smoothing=smoothing)
         else:
             err = (logits - t["targets"].float()) ** 2
             if per_step:

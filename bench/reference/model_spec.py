@@ -34,6 +34,9 @@ class Spec:
     pool: str
     head: Node
     loss: str
+    # Cross entropy against (1 - s) onehot + s / K (`loss cross_entropy(
+    # label_smoothing: s)`).
+    label_smoothing: float = 0.0
 
     def param_layers(self):
         """(block index, layer node, parameter prefix) for every layer; the
@@ -112,7 +115,9 @@ def parse_ast(text):
     return Spec(name=root.args["kind"], input=parts["input"],
                 encoder=parts["encoder"], blocks=blocks,
                 pool=parts["pool"].args["kind"] if "pool" in parts else "none",
-                head=parts["head"], loss=parts["loss"].args["kind"])
+                head=parts["head"], loss=parts["loss"].args["kind"],
+                label_smoothing=float(
+                    parts["loss"].args.get("label_smoothing", 0.0)))
 
 
 def load_spec(lruc, model_file, defines=None):

@@ -445,12 +445,12 @@ OwningOpRef<ModuleOp> ModelGen::run() {
   Location lossLoc = loc(model_.loss.loc);
   // Per-step losses skip padded steps; pooled ones have nothing to mask.
   Value lossLengths = perStep ? lengths : Value();
-  Value loss =
-      model_.loss.kind == ast::LossKind::CrossEntropy
-          ? Value(builder_.create<lru::CrossEntropyOp>(lossLoc, logits, targets,
-                                                       lossLengths))
-          : Value(builder_.create<lru::MseOp>(lossLoc, logits, targets,
-                                             lossLengths));
+  Value loss = model_.loss.kind == ast::LossKind::CrossEntropy
+                   ? Value(builder_.create<lru::CrossEntropyOp>(
+                         lossLoc, logits, targets, lossLengths,
+                         llvm::APFloat(float(model_.loss.labelSmoothing))))
+                   : Value(builder_.create<lru::MseOp>(lossLoc, logits, targets,
+                                                       lossLengths));
   builder_.create<func::ReturnOp>(modelLoc, ValueRange{loss, logits});
 
   if (failed(verify(*module)))

@@ -137,10 +137,12 @@ Value AdjointBuilder::scatterAdd(Value updates, Value indices, Value table) {
   return b_.create<ScatterAddOp>(loc_, table.getType(), updates, indices);
 }
 
-Value AdjointBuilder::softmaxCrossEntropyGrad(Value logits, Value labels,
-                                              Value g, bool ignoreNegative) {
+Value AdjointBuilder::softmaxCrossEntropyGrad(
+    Value logits, Value labels, Value g, bool ignoreNegative,
+    const llvm::APFloat &labelSmoothing) {
   return b_.create<SoftmaxCrossEntropyGradOp>(loc_, logits.getType(), logits,
-                                              labels, g, ignoreNegative);
+                                              labels, g, ignoreNegative,
+                                              labelSmoothing);
 }
 
 Value AdjointBuilder::matmul(MatmulKind kind, Value lhs, Value rhs) {

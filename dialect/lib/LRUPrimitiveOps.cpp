@@ -372,7 +372,17 @@ LogicalResult LengthMaskOp::verify() {
                       Float32Type::get(getContext()));
 }
 
+/// A label smoothing s in [0, 1): 1 would leave no label in the target.
+static LogicalResult verifyLabelSmoothing(Operation *op, llvm::APFloat s) {
+  double v = s.convertToDouble();
+  if (!(v >= 0 && v < 1))
+    return op->emitOpError("expects a label_smoothing in [0, 1), got ") << v;
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyOp::verify() {
+  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())))
+    return failure();
   auto logits = tensorType(getLogits());
   if (logits.getRank() < 1 ||
       !compatible(tensorType(getLabels()).getShape(),
@@ -383,6 +393,8 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())))
+    return failure();
   auto logits = tensorType(getLogits());
   if (logits.getRank() < 1 ||
       !compatible(tensorType(getLabels()).getShape(),

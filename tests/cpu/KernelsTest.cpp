@@ -886,12 +886,20 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
     logits[size_t(k)] = 80.0f + float(k);
     logits[size_t(classes + k)] = k == 2 ? 30.0f : -float(k);
   }
-  for (bool ignore : {false, true}) {
+  for (auto [ignore, smoothing] :
+       {std::pair{false, 0.0f}, std::pair{true, 0.0f}, std::pair{false, 0.1f},
+        std::pair{true, 0.25f}}) {
     // Ignoring negative labels: rows 3 and 7 are not scored.
     std::vector<int32_t> labels = {5, 2, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3};
     if (ignore)
       labels[3] = -1, labels[7] = -100;
-    const std::string attr = ignore ? " {ignore_negative}" : "";
+    std::string attr = ignore ? "ignore_negative" : "";
+    if (smoothing != 0.0f)
+      attr += std::string(ignore ? ", " : "") +
+              "label_smoothing = " + std::to_string(smoothing) + " : f32";
+    if (!attr.empty())
+      attr = " {" + attr + "}";
+    SCOPED_TRACE(attr);
     std::vector<float> g = values<float>(rows, 2.2);
     std::string zT = typeOf<float>(logitDims), kT = typeOf(rowDims, "i32"),
                 rT = typeOf<float>(rowDims);
@@ -906,13 +914,15 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
                                    " : (" + zT + ", " + kT + ") -> " + rT),
                             args);
     std::vector<float> out(static_cast<size_t>(rows), -7);
-    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(
-        logits.data(), labels.data(), rows, classes, ignore, out.data(), error))
+    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(),
+                                               rows, classes, ignore, smoothing,
+                                               out.data(), error))
         << error;
     expectClose(out, loss);
     // The confident row's loss (~e^-30) is right relatively, not only to
     // 1e-5.
-    EXPECT_NEAR(out[1], loss.re[1], 1e-5 * loss.re[1]);
+    if (smoothing == 0.0f)
+      EXPECT_NEAR(out[1], loss.re[1], 1e-5 * loss.re[1]);
     if (ignore)
       EXPECT_TRUE(out[3] == 0.0f && out[7] == 0.0f && out[4] > 0.0f);
 
@@ -924,7 +934,7 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
     std::vector<float> dlogits(static_cast<size_t>(rows * classes), -7);
     ASSERT_TRUE(lruc::cpu::softmaxCrossEntropyGrad(
         logits.data(), labels.data(), g.data(), rows, classes, ignore,
-        dlogits.data(), error))
+        smoothing, dlogits.data(), error))
         << error;
     expectClose(dlogits, grad);
     if (ignore)
@@ -1048,18 +1058,20 @@ TEST_F(CpuKernels, IndicesAndLabelsOutOfRangeAreErrors) {
         std::pair{std::vector<int32_t>{-1, 4, 2, 1},
                   "labels[0] = -1 is outside [0, 5)"}}) {
     std::string error;
-    EXPECT_FALSE(lruc::cpu::softmaxCrossEntropy(
-        logits.data(), labels.data(), 4, classes, false, loss.data(), error));
+    EXPECT_FALSE(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(), 4,
+                                                classes, false, 0.0f,
+                                                loss.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
     EXPECT_FALSE(lruc::cpu::softmaxCrossEntropyGrad(
-        logits.data(), labels.data(), g.data(), 4, classes, false,
+        logits.data(), labels.data(), g.data(), 4, classes, false, 0.0f,
         logits.data(), error));
     EXPECT_EQ(error, message);
     // Ignoring negative labels still refuses one past the classes.
     error.clear();
     EXPECT_EQ(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(), 4,
-                                             classes, true, loss.data(), error),
+                                             classes, true, 0.0f, loss.data(),
+                                             error),
               labels[2] != 7);
     EXPECT_EQ(error, labels[2] == 7 ? message : "");
   }

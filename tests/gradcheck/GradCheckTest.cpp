@@ -238,30 +238,37 @@ std::vector<Case> cases() {
       {"exp_complex", kComplexVec + "  %out = lru.exp %c : " + kVecC + "\n",
        kVecC},
       {"conj", kComplexVec + "  %out = lru.conj %c : " + kVecC + "\n", kVecC},
-      {"re", kComplexVec + "  %e = lru.exp %c : " + kVecC +
-                 "\n  %out = lru.re %e : " + kVecC + " -> " + kVec + "\n",
+      {"re",
+       kComplexVec + "  %e = lru.exp %c : " + kVecC +
+           "\n  %out = lru.re %e : " + kVecC + " -> " + kVec + "\n",
        kVec},
-      {"im", kComplexVec + "  %e = lru.exp %c : " + kVecC +
-                 "\n  %out = lru.im %e : " + kVecC + " -> " + kVec + "\n",
+      {"im",
+       kComplexVec + "  %e = lru.exp %c : " + kVecC +
+           "\n  %out = lru.im %e : " + kVecC + " -> " + kVec + "\n",
        kVec},
-      {"add", param("p1", kVec) + param("p2", kVec) +
-                  "  %out = lru.add %p1, %p2 : " + kVec + "\n",
+      {"add",
+       param("p1", kVec) + param("p2", kVec) +
+           "  %out = lru.add %p1, %p2 : " + kVec + "\n",
        kVec},
-      {"sub", param("p1", kVec) + param("p2", kVec) +
-                  "  %out = lru.sub %p1, %p2 : " + kVec + "\n",
+      {"sub",
+       param("p1", kVec) + param("p2", kVec) +
+           "  %out = lru.sub %p1, %p2 : " + kVec + "\n",
        kVec},
-      {"mul", param("p1", kVec) + param("p2", kVec) +
-                  "  %out = lru.mul %p1, %p2 : " + kVec + "\n",
+      {"mul",
+       param("p1", kVec) + param("p2", kVec) +
+           "  %out = lru.mul %p1, %p2 : " + kVec + "\n",
        kVec},
-      {"div", param("p1", kVec) + param("p2", kVec) +
-                  "  %d = lru.softplus %p2 : " + kVec +
-                  "\n  %out = lru.div %p1, %d : " + kVec + "\n",
+      {"div",
+       param("p1", kVec) + param("p2", kVec) + "  %d = lru.softplus %p2 : " +
+           kVec + "\n  %out = lru.div %p1, %d : " + kVec + "\n",
        kVec},
-      {"mul_complex", kComplexVec + "  %e = lru.exp %c : " + kVecC +
-                          "\n  %out = lru.mul %c, %e : " + kVecC + "\n",
+      {"mul_complex",
+       kComplexVec + "  %e = lru.exp %c : " + kVecC +
+           "\n  %out = lru.mul %c, %e : " + kVecC + "\n",
        kVecC},
-      {"div_complex", kComplexVec + "  %e = lru.exp %c : " + kVecC +
-                          "\n  %out = lru.div %c, %e : " + kVecC + "\n",
+      {"div_complex",
+       kComplexVec + "  %e = lru.exp %c : " + kVecC +
+           "\n  %out = lru.div %c, %e : " + kVecC + "\n",
        kVecC},
       {"broadcast_reduce",
        param("p", kVec) + "  %pb = lru.broadcast %p like %x dims [2] : (" +
@@ -285,24 +292,28 @@ std::vector<Case> cases() {
            "\n  %ss = lru.reduce_sum %sq dims [0, 1] : " + kSeq + " -> " +
            kVec + "\n  %out = lru.div %ss, %n : " + kVec + "\n",
        kVec},
-      {"matmul_nt", param("weight", "tensor<2x3xf32>") +
-                        "  %out = lru.matmul nt %x, %weight : (" + kSeq +
-                        ", tensor<2x3xf32>) -> tensor<?x4x2xf32>\n",
+      {"matmul_nt",
+       param("weight", "tensor<2x3xf32>") +
+           "  %out = lru.matmul nt %x, %weight : (" + kSeq +
+           ", tensor<2x3xf32>) -> tensor<?x4x2xf32>\n",
        "tensor<?x4x2xf32>"},
-      {"matmul_nn", param("weight", "tensor<3x2xf32>") +
-                        "  %out = lru.matmul nn %x, %weight : (" + kSeq +
-                        ", tensor<3x2xf32>) -> tensor<?x4x2xf32>\n",
+      {"matmul_nn",
+       param("weight", "tensor<3x2xf32>") +
+           "  %out = lru.matmul nn %x, %weight : (" + kSeq +
+           ", tensor<3x2xf32>) -> tensor<?x4x2xf32>\n",
        "tensor<?x4x2xf32>"},
-      {"matmul_tn", param("weight", "tensor<3x3xf32>") +
-                        "  %y = lru.matmul nt %x, %weight : (" + kSeq +
-                        ", tensor<3x3xf32>) -> " + kSeq +
-                        "\n  %out = lru.matmul tn %y, %x : (" + kSeq + ", " +
-                        kSeq + ") -> tensor<3x3xf32>\n",
+      {"matmul_tn",
+       param("weight", "tensor<3x3xf32>") +
+           "  %y = lru.matmul nt %x, %weight : (" + kSeq +
+           ", tensor<3x3xf32>) -> " + kSeq +
+           "\n  %out = lru.matmul tn %y, %x : (" + kSeq + ", " + kSeq +
+           ") -> tensor<3x3xf32>\n",
        "tensor<3x3xf32>"},
       {"concat_slice",
        param("p1", kVec) + param("p2", kVec) +
            "  %c = lru.concat %p1, %p2, %p1 dim 0 : (" + kVec + ", " + kVec +
-           ", " + kVec + ") -> tensor<9xf32>\n  %e = lru.exp %c : "
+           ", " + kVec +
+           ") -> tensor<9xf32>\n  %e = lru.exp %c : "
            "tensor<9xf32>\n  %out = lru.slice %e dim 0 offset 2 size 5 : "
            "tensor<9xf32> -> tensor<5xf32>\n",
        "tensor<5xf32>"},
@@ -342,17 +353,23 @@ std::vector<Case> cases() {
            "  %out = lru.softmax_cross_entropy %logits, %labels : "
            "(tensor<2x5xf32>, tensor<?xi32>) -> tensor<2xf32>\n",
        "tensor<2xf32>"},
-      {"dropout", param("p", kVec) +
-                      "  %pb = lru.broadcast %p like %x dims [2] : (" + kVec +
-                      ", " + kSeq + ") -> " + kSeq +
-                      "\n  %m = lru.mul %pb, %x : " + kSeq +
-                      "\n  %out = lru.dropout_mask %m, %key rate 0.5 site 2 : " +
-                      kSeq + ", tensor<2xi64>\n",
+      {"softmax_cross_entropy_label_smoothing",
+       param("logits", "tensor<2x5xf32>") +
+           "  %out = lru.softmax_cross_entropy %logits, %labels "
+           "{label_smoothing = 0.2 : f32} : "
+           "(tensor<2x5xf32>, tensor<?xi32>) -> tensor<2xf32>\n",
+       "tensor<2xf32>"},
+      {"dropout",
+       param("p", kVec) + "  %pb = lru.broadcast %p like %x dims [2] : (" +
+           kVec + ", " + kSeq + ") -> " + kSeq +
+           "\n  %m = lru.mul %pb, %x : " + kSeq +
+           "\n  %out = lru.dropout_mask %m, %key rate 0.5 site 2 : " + kSeq +
+           ", tensor<2xi64>\n",
        kSeq},
-      {"shift", kComplexSeq + kInitC +
-                    "  %out = lru.shift %s init %init lengths %lengths : (" +
-                    kSeqC + ", tensor<2x3xcomplex<f32>>, tensor<?xi32>) -> " +
-                    kSeqC + "\n",
+      {"shift",
+       kComplexSeq + kInitC +
+           "  %out = lru.shift %s init %init lengths %lengths : (" + kSeqC +
+           ", tensor<2x3xcomplex<f32>>, tensor<?xi32>) -> " + kSeqC + "\n",
        kSeqC},
       {"shift_reverse",
        kComplexSeq + kInitC +
@@ -372,21 +389,26 @@ std::vector<Case> cases() {
            kSeqC + ", tensor<2x3xcomplex<f32>>, tensor<2xi32>) -> " + kSeqC +
            "\n",
        kSeqC},
-      {"scan", kComplexSeq + kLambda +
-                   "  %out = lru.scan %lam, %s : (" + kVecC + ", " + kSeqC +
-                   ") -> " + kSeqC + "\n",
+      {"scan",
+       kComplexSeq + kLambda + "  %out = lru.scan %lam, %s : (" + kVecC + ", " +
+           kSeqC + ") -> " + kSeqC + "\n",
        kSeqC},
       {"scan_lengths_init",
        kComplexSeq + kLambda + kInitC +
            "  %out = lru.scan %lam, %s init %init lengths %lengths : (" +
-           kVecC + ", " + kSeqC + ", tensor<2x3xcomplex<f32>>, "
-           "tensor<?xi32>) -> " + kSeqC + "\n",
+           kVecC + ", " + kSeqC +
+           ", tensor<2x3xcomplex<f32>>, "
+           "tensor<?xi32>) -> " +
+           kSeqC + "\n",
        kSeqC},
       {"scan_reverse_lengths_init",
        kComplexSeq + kLambda + kInitC +
-           "  %out = lru.scan %lam, %s init %init lengths %lengths reverse : (" +
-           kVecC + ", " + kSeqC + ", tensor<2x3xcomplex<f32>>, "
-           "tensor<?xi32>) -> " + kSeqC + "\n",
+           "  %out = lru.scan %lam, %s init %init lengths %lengths reverse : "
+           "(" +
+           kVecC + ", " + kSeqC +
+           ", tensor<2x3xcomplex<f32>>, "
+           "tensor<?xi32>) -> " +
+           kSeqC + "\n",
        kSeqC},
       {"scan_empty_sequence",
        kComplexSeq + kLambda + kInitC + kEmptyLengths +
@@ -402,8 +424,8 @@ std::vector<Case> cases() {
       {"scan_time_varying_reverse",
        kLambdaT + param("i", "tensor<2x3xf32>") +
            "  %out = lru.scan %lamt, %x init %i lengths %lengths reverse : (" +
-           kSeq + ", " + kSeq + ", tensor<2x3xf32>, tensor<?xi32>) -> " +
-           kSeq + "\n",
+           kSeq + ", " + kSeq + ", tensor<2x3xf32>, tensor<?xi32>) -> " + kSeq +
+           "\n",
        kSeq},
       {"scan_time_varying_complex",
        kComplexSeq + kLambdaT + param("th", kVec) +

@@ -610,6 +610,29 @@ TEST_F(Interpreter, SoftmaxCrossEntropy) {
       {logits, labels, Tensor::real({2}, {1, 2})});
   expectValues(grad.re, {1.0 / 3 - 1, 1.0 / 3, 1.0 / 3, 2 * std::exp(1 - lse),
                          2 * std::exp(2 - lse), 2 * (std::exp(3 - lse) - 1)});
+
+  // Label smoothing s = 0.25: the target (1 - s) onehot + s / 3, so the
+  // loss is lse - 0.75 z[label] - 0.25 mean(z).
+  Tensor smoothed =
+      run(fn("%z: tensor<?x3xf32>, %k: tensor<?xi32>", "tensor<?xf32>",
+             "  %y = lru.softmax_cross_entropy %z, %k "
+             "{label_smoothing = 0.25 : f32} : "
+             "(tensor<?x3xf32>, tensor<?xi32>) -> tensor<?xf32>"),
+          {logits, labels});
+  expectValues(smoothed.re, {std::log(3), lse - 0.75 * 3 - 0.25 * 2});
+  Tensor smoothedGrad = run(
+      fn("%z: tensor<?x3xf32>, %k: tensor<?xi32>, %g: tensor<?xf32>",
+         "tensor<?x3xf32>",
+         "  %y = lru.softmax_cross_entropy_grad %z, %k, %g "
+         "{label_smoothing = 0.25 : f32} : "
+         "(tensor<?x3xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x3xf32>"),
+      {logits, labels, Tensor::real({2}, {1, 2})});
+  const double spread = 0.25 / 3;
+  expectValues(smoothedGrad.re,
+               {1.0 / 3 - 0.75 - spread, 1.0 / 3 - spread, 1.0 / 3 - spread,
+                2 * (std::exp(1 - lse) - spread),
+                2 * (std::exp(2 - lse) - spread),
+                2 * (std::exp(3 - lse) - 0.75 - spread)});
 }
 
 TEST_F(Interpreter, DropoutMask) {

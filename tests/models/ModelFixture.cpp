@@ -183,8 +183,10 @@ std::vector<ModelCase> smallModelCases() {
       {"listops_small", "examples/listops_small.lru", small({})},
       // Per-step MSE, no dropout, gamma off.
       {"tagging", "examples/tagging.lru", small({})},
-      // A class a step, some steps not scored (negative labels).
-      {"token_tagging", "examples/token_tagging.lru", small({})},
+      // A class a step, some steps not scored (negative labels), label
+      // smoothing.
+      {"token_tagging", "examples/token_tagging.lru",
+       small({{"SMOOTHING", 0.1}})},
       {"sweep", "examples/sweep.lru", {{"L", 6}, {"H", 4}, {"DEPTH", 1}}},
       // Long sequences and more than 32 channels: on the GPU, block sums
       // over more than one warp's worth of steps, and scans over several

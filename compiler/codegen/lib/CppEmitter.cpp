@@ -948,8 +948,9 @@ private:
           checked("lruc::cpu::softmaxCrossEntropy(" + get(o.getLogits()) +
                   ", " + get(o.getLabels()) + ", " + count(o.getLabels()) +
                   ", " + dimExpr(logits.getShape().back()) + ", " +
-                  (o.getIgnoreNegative() ? "true" : "false") + ", " + y +
-                  ", error)");
+                  (o.getIgnoreNegative() ? "true" : "false") + ", " +
+                  floatLiteral(o.getLabelSmoothing().convertToDouble()) + ", " +
+                  y + ", error)");
           return success();
         })
         .Case([&](SoftmaxCrossEntropyGradOp o) {
@@ -959,8 +960,9 @@ private:
                   ", " + get(o.getLabels()) + ", " + get(o.getG()) + ", " +
                   count(o.getLabels()) + ", " +
                   dimExpr(logits.getShape().back()) + ", " +
-                  (o.getIgnoreNegative() ? "true" : "false") + ", " + y +
-                  ", error)");
+                  (o.getIgnoreNegative() ? "true" : "false") + ", " +
+                  floatLiteral(o.getLabelSmoothing().convertToDouble()) + ", " +
+                  y + ", error)");
           return success();
         })
         .Case([&](DropoutMaskOp o) {

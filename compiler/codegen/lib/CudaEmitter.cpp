@@ -1367,7 +1367,18 @@ private:
     begin(op, "", rows, {op.getLogits(), op.getLabels()}, {op.getResult()});
     gridLoop(rows);
     softmaxRow(classes, op.getIgnoreNegative(), "out0[i] = 0.0f;\n");
-    os << "    out0[i] = log1pf(rest) + (top - z[label]);\n  }\n}\n\n";
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    if (smoothing == 0) {
+      os << "    out0[i] = log1pf(rest) + (top - z[label]);\n  }\n}\n\n";
+      return success();
+    }
+    // Against (1 - s) onehot + s / K: s (z[label] - mean z) more.
+    os << "    float sum = 0.0f;\n"
+       << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+       << "      sum += z[c];\n"
+       << "    out0[i] = log1pf(rest) + (top - z[label]) + "
+       << floatLiteral(smoothing) << " * (z[label] - sum / float(" << classes
+       << "));\n  }\n}\n\n";
     return success();
   }
 
@@ -1380,10 +1391,23 @@ private:
     softmaxRow(classes, op.getIgnoreNegative(),
                "for (int64_t c = 0; c < " + classes + "; ++c)\n" +
                    "        out0[i * " + classes + " + c] = 0.0f;\n");
-    os << "    const float scale = in2[i] / (1.0f + rest);\n"
+    os << "    const float scale = in2[i] / (1.0f + rest);\n";
+    double smoothing = op.getLabelSmoothing().convertToDouble();
+    if (smoothing == 0) {
+      os << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+         << "      out0[i * " << classes
+         << " + c] = expf(z[c] - top) * scale - (c == label ? in2[i] : "
+            "0.0f);\n"
+         << "  }\n}\n\n";
+      return success();
+    }
+    // softmax - (1 - s) onehot - s / K.
+    os << "    const float spread = " << floatLiteral(smoothing) << " / float("
+       << classes << ") * in2[i];\n"
        << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
        << "      out0[i * " << classes
-       << " + c] = expf(z[c] - top) * scale - (c == label ? in2[i] : 0.0f);\n"
+       << " + c] = expf(z[c] - top) * scale - spread - (c == label ? "
+       << floatLiteral(1 - smoothing) << " * in2[i] : 0.0f);\n"
        << "  }\n}\n\n";
     return success();
   }

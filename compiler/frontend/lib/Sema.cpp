@@ -783,12 +783,19 @@ void Sema::loss(const Stmt &s, ast::Model &m) {
   const Expr *value = single(s, "loss cross_entropy");
   if (!value)
     return;
-  auto kind = choice(*value, "loss", {"cross_entropy", "mse"});
+  auto kind = choice(*value, "loss", {"cross_entropy", "mse"}, true);
   if (!kind)
     return;
   m.loss.kind = *kind == "mse" ? ast::LossKind::MeanSquaredError
                                : ast::LossKind::CrossEntropy;
   m.loss.loc = (*value)->loc;
+  if (m.loss.kind == ast::LossKind::MeanSquaredError) {
+    if ((*value)->hasArgs)
+      bind(*value, "mse", {});
+    return;
+  }
+  if (auto b = bind(*value, "cross_entropy", {{"label_smoothing", false}}))
+    realArg(*b, "label_smoothing", m.loss.labelSmoothing, 0, 1, false, true);
 }
 
 void Sema::model(const Stmt &s) {

@@ -904,12 +904,18 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyOp op) {
   if (failed(checkLabels(op, logits, labels, op.getIgnoreNegative())))
     return failure();
   int64_t classes = logits.shape.back();
+  double smoothing = op.getLabelSmoothing().convertToDouble();
   Tensor y = Tensor::zeros(labels.shape, Kind::Real);
   for (int64_t r = 0, n = labels.numElements(); r < n; ++r) {
     if (labels.ints[r] < 0)
       continue; // not scored: 0
     const double *row = &logits.re[r * classes];
-    y.re[r] = logSumExp(row, classes) - row[labels.ints[r]];
+    // The cross entropy against (1 - s) onehot + s / K.
+    double sum = 0;
+    for (int64_t k = 0; k < classes; ++k)
+      sum += row[k];
+    y.re[r] = logSumExp(row, classes) - (1 - smoothing) * row[labels.ints[r]] -
+              smoothing / double(classes) * sum;
   }
   return y;
 }
@@ -924,6 +930,7 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyGradOp op) {
     return op.emitOpError("expects g of shape ")
            << shapeString(labels.shape) << ", got " << shapeString(g.shape);
   int64_t classes = logits.shape.back();
+  double smoothing = op.getLabelSmoothing().convertToDouble();
   Tensor y = Tensor::zeros(logits.shape, Kind::Real);
   for (int64_t r = 0, n = labels.numElements(); r < n; ++r) {
     if (labels.ints[r] < 0)
@@ -932,8 +939,9 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyGradOp op) {
     double lse = logSumExp(row, classes);
     for (int64_t k = 0; k < classes; ++k) {
       double softmax = std::exp(row[k] - lse);
-      double onehot = k == labels.ints[r] ? 1.0 : 0.0;
-      y.re[r * classes + k] = (softmax - onehot) * g.re[r];
+      double target = (k == labels.ints[r] ? 1 - smoothing : 0.0) +
+                      smoothing / double(classes);
+      y.re[r * classes + k] = (softmax - target) * g.re[r];
     }
   }
   return y;

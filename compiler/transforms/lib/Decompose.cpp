@@ -708,7 +708,7 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
                                          b.f32());
     Value rows = rewriter.create<SoftmaxCrossEntropyOp>(
         op.getLoc(), rowType, logits, labels,
-        /*ignore_negative=*/bool(lengths));
+        /*ignore_negative=*/bool(lengths), op.getLabelSmoothing());
     if (!lengths)
       return replace(rewriter, op, b.maskedMean(rows, Value()));
     Value mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);

@@ -78,7 +78,8 @@ public:
   mlir::Value scatterAdd(mlir::Value updates, mlir::Value indices,
                          mlir::Value table);
   mlir::Value softmaxCrossEntropyGrad(mlir::Value logits, mlir::Value labels,
-                                      mlir::Value g, bool ignoreNegative);
+                                      mlir::Value g, bool ignoreNegative,
+                                      const llvm::APFloat &labelSmoothing);
 
 private:
   mlir::OpBuilder &b_;

@@ -86,5 +86,6 @@ def : Derivative<LRU_GatherOp, [(ScatterAdd $dy, $indices, $table),
                                 (NoAdjoint)]>;
 def : Derivative<LRU_ScatterAddOp, [(Gather $dy, $indices), (NoAdjoint)]>;
 def : Derivative<LRU_SoftmaxCrossEntropyOp,
-                 [(CrossEntropyGrad $logits, $labels, $dy, $ignore_negative),
+                 [(CrossEntropyGrad $logits, $labels, $dy, $ignore_negative,
+                                   $label_smoothing),
                   (NoAdjoint)]>;

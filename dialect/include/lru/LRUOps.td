@@ -297,8 +297,12 @@ def LRU_RetrievalCombineOp : LRU_InferOp<"retrieval_combine"> {
 
 def LRU_CrossEntropyOp : LRU_InferOp<"cross_entropy"> {
   let summary = "mean softmax cross entropy over real examples or steps";
+  let description = [{
+    With `label_smoothing` s, against (1 - s) onehot(label) + s / K.
+  }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
-                       Optional<LRU_I32Tensor>:$lengths);
+                       Optional<LRU_I32Tensor>:$lengths,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs LRU_Scalar:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`lengths` $lengths^)? attr-dict `:`

@@ -345,10 +345,13 @@ def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
   let description = [{
     A label outside [0, K) is an error at run time; with `ignore_negative`,
     a negative label marks a row not scored instead: its loss (and gradient)
-    is 0.
+    is 0. With `label_smoothing` s in [0, 1), the cross entropy against
+    (1 - s) onehot(label) + s / K: -log softmax(z)[label] (1 - s) - s / K
+    sum_k log softmax(z)[k].
   }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
-                       UnitAttr:$ignore_negative);
+                       UnitAttr:$ignore_negative,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -359,10 +362,12 @@ def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
 def LRU_SoftmaxCrossEntropyGradOp : LRU_Op<"softmax_cross_entropy_grad", [Pure]> {
   let summary = "(softmax(logits) - onehot(labels)) * g: the loss's adjoint";
   let description = [{
-    With `ignore_negative`, a row of a negative label is 0.
+    With `ignore_negative`, a row of a negative label is 0. With
+    `label_smoothing` s: (softmax(logits) - (1 - s) onehot(labels) - s / K) * g.
   }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
-                       LRU_F32Tensor:$g, UnitAttr:$ignore_negative);
+                       LRU_F32Tensor:$g, UnitAttr:$ignore_negative,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $g attr-dict `:` functional-type(operands, results)

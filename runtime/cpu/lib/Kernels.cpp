@@ -1018,7 +1018,8 @@ bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
 
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, int64_t classes, bool ignoreNegative,
-                         float *loss, std::string &error) {
+                         float labelSmoothing, float *loss,
+                         std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1032,14 +1033,21 @@ bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
     // non-negative terms, so a confident row's small loss (rest ≪ 1) keeps
     // its relative precision instead of cancelling to 0.
     loss[r] = std::log1p(stats.rest) + (stats.top - z[labels[r]]);
+    if (labelSmoothing != 0.0f) {
+      // Against (1 - s) onehot + s / K: s (z[label] - mean z) more.
+      float sum = 0.0f;
+      for (int64_t k = 0; k < classes; ++k)
+        sum += z[k];
+      loss[r] += labelSmoothing * (z[labels[r]] - sum / float(classes));
+    }
   }
   return true;
 }
 
 bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              const float *g, int64_t rows, int64_t classes,
-                             bool ignoreNegative, float *dlogits,
-                             std::string &error) {
+                             bool ignoreNegative, float labelSmoothing,
+                             float *dlogits, std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1051,9 +1059,10 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
     }
     SoftmaxStats stats = softmaxStats(z, classes);
     float scale = g[r] / (1 + stats.rest);
+    float spread = labelSmoothing / float(classes) * g[r];
     for (int64_t k = 0; k < classes; ++k)
-      d[k] = std::exp(z[k] - stats.top) * scale;
-    d[labels[r]] -= g[r];
+      d[k] = std::exp(z[k] - stats.top) * scale - spread;
+    d[labels[r]] -= (1.0f - labelSmoothing) * g[r];
   }
   return true;
 }

@@ -306,6 +306,22 @@ func.func @sce_labels(%z: tensor<?x10xf32>, %k: tensor<?x2xi32>) {
 
 // -----
 
+func.func @sce_smoothing(%z: tensor<?x10xf32>, %k: tensor<?xi32>) {
+  // expected-error @+1 {{'lru.softmax_cross_entropy' op expects a label_smoothing in [0, 1), got 1}}
+  %0 = lru.softmax_cross_entropy %z, %k {label_smoothing = 1.0 : f32} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_smoothing(%z: tensor<?x10xf32>, %k: tensor<?xi32>, %g: tensor<?xf32>) {
+  // expected-error @+1 {{'lru.softmax_cross_entropy_grad' op expects a label_smoothing in [0, 1), got -5.000000e-01}}
+  %0 = lru.softmax_cross_entropy_grad %z, %k, %g {label_smoothing = -0.5 : f32} : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
+  return
+}
+
+// -----
+
 func.func @sce_result(%z: tensor<?x10xf32>, %k: tensor<?xi32>) {
   // expected-error @+1 {{'lru.softmax_cross_entropy' op expects a result of shape [?], got 'tensor<f32>'}}
   %0 = lru.softmax_cross_entropy %z, %k : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<f32>

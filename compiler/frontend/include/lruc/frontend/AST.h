@@ -158,6 +158,8 @@ enum class LossKind { CrossEntropy, MeanSquaredError };
 
 struct Loss {
   LossKind kind = LossKind::CrossEntropy;
+  /// Cross entropy against (1 - s) onehot(label) + s / classes, in [0, 1).
+  double labelSmoothing = 0;
   Loc loc;
 };
 
