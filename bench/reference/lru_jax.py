@@ -199,11 +199,17 @@ def make_model(spec, lruc_dropout=True):
             # Label smoothing s: against (1 - s) onehot + s / K.
             s = spec.label_smoothing
             nll = (1 - s) * nll - s * logp.mean(-1)
+            # Class weights: a mean weighted by each label's weight.
+            weight = jnp.ones_like(nll)
+            if spec.class_weights is not None:
+                weight = jnp.asarray(spec.class_weights,
+                                     nll.dtype)[jnp.maximum(labels, 0)]
             if per_step:  # a negative label: a step not scored
-                scored = mask * (labels >= 0)
-                loss = (nll * scored).sum() / jnp.maximum(scored.sum(), 1)
+                scored = mask * (labels >= 0) * weight
+                floor = 1 if spec.class_weights is None else 1e-30
+                loss = (nll * scored).sum() / jnp.maximum(scored.sum(), floor)
             else:
-                loss = nll.mean()
+                loss = (nll * weight).sum() / weight.sum()
         else:
             err = (logits - inputs["targets"]) ** 2
             loss = (err * mask[..., None]).sum() / (mask.sum() * err.shape[-1]) \

@@ -360,15 +360,23 @@ class Model(nn.Module):
         if self.spec.loss == "cross_entropy":
             labels = t["labels"].long()
             smoothing = self.spec.label_smoothing
+            weight = None
+            if self.spec.class_weights is not None:
+                weight = torch.tensor(self.spec.class_weights,
+                                      dtype=logits.dtype)
             if per_step:  # a negative label: a step not scored
                 scored = mask * (labels >= 0)
                 losses = F.cross_entropy(logits.transpose(1, 2),
-                                         labels.clamp(min=0),
+                                         labels.clamp(min=0), weight=weight,
                                          reduction="none",
                                          label_smoothing=smoothing)
-                loss = (losses * scored).sum() / scored.sum().clamp(min=1)
+                if weight is None:
+                    divisor = scored.sum().clamp(min=1)
+                else:  # reduction="none" weighs each step already
+                    divisor = (weight[labels.clamp(min=0)] * scored).sum()
+                loss = (losses * scored).sum() / divisor
             else:
-                loss = F.cross_entropy(logits, labels,
+                loss = F.cross_entropy(logits, labels, weight=weight,
                                        label_smoothing=smoothing)
         else:
             err = (logits - t["targets"].float()) ** 2

@@ -37,6 +37,9 @@ class Spec:
     # Cross entropy against (1 - s) onehot + s / K (`loss cross_entropy(
     # label_smoothing: s)`).
     label_smoothing: float = 0.0
+    # A weight a class (`class_weights: [...]`), or None: the loss is
+    # sum w[label] loss / sum w[label].
+    class_weights: list = None
 
     def param_layers(self):
         """(block index, layer node, parameter prefix) for every layer; the
@@ -117,7 +120,15 @@ def parse_ast(text):
                 pool=parts["pool"].args["kind"] if "pool" in parts else "none",
                 head=parts["head"], loss=parts["loss"].args["kind"],
                 label_smoothing=float(
-                    parts["loss"].args.get("label_smoothing", 0.0)))
+                    parts["loss"].args.get("label_smoothing", 0.0)),
+                class_weights=_floats(parts["loss"].args.get("class_weights")))
+
+
+def _floats(value):
+    """`1,3` (a list printed by --emit=ast) as [1.0, 3.0]; None stays."""
+    if value is None:
+        return None
+    return [float(v) for v in str(value).split(",")]
 
 
 def load_spec(lruc, model_file, defines=None):

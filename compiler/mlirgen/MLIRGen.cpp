@@ -445,12 +445,18 @@ OwningOpRef<ModuleOp> ModelGen::run() {
   Location lossLoc = loc(model_.loss.loc);
   // Per-step losses skip padded steps; pooled ones have nothing to mask.
   Value lossLengths = perStep ? lengths : Value();
-  Value loss = model_.loss.kind == ast::LossKind::CrossEntropy
-                   ? Value(builder_.create<lru::CrossEntropyOp>(
-                         lossLoc, logits, targets, lossLengths,
-                         llvm::APFloat(float(model_.loss.labelSmoothing))))
-                   : Value(builder_.create<lru::MseOp>(lossLoc, logits, targets,
-                                                       lossLengths));
+  Value loss;
+  if (model_.loss.kind == ast::LossKind::CrossEntropy) {
+    SmallVector<float> weights(model_.loss.classWeights.begin(),
+                               model_.loss.classWeights.end());
+    loss = builder_.create<lru::CrossEntropyOp>(
+        lossLoc, logits, targets, lossLengths,
+        builder_.getF32FloatAttr(float(model_.loss.labelSmoothing)),
+        weights.empty() ? DenseF32ArrayAttr()
+                        : builder_.getDenseF32ArrayAttr(weights));
+  } else {
+    loss = builder_.create<lru::MseOp>(lossLoc, logits, targets, lossLengths);
+  }
   builder_.create<func::ReturnOp>(modelLoc, ValueRange{loss, logits});
 
   if (failed(verify(*module)))

@@ -16,6 +16,7 @@
 #include "llvm/ADT/Sequence.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace lru;
@@ -369,6 +370,16 @@ LogicalResult LengthMaskOp::verify() {
   return expectResult(*this,
                       {tensorType(getLengths()).getDimSize(0),
                        result.getDimSize(1)},
+                      Float32Type::get(getContext()));
+}
+
+LogicalResult LabelWeightOp::verify() {
+  if (getWeights().empty())
+    return emitOpError("expects at least one weight");
+  for (float w : getWeights())
+    if (!(w >= 0 && std::isfinite(w)))
+      return emitOpError("expects finite weights >= 0, got ") << w;
+  return expectResult(*this, tensorType(getLabels()).getShape(),
                       Float32Type::get(getContext()));
 }
 

@@ -552,6 +552,24 @@ TEST_F(CpuKernels, LengthMask) {
   EXPECT_EQ(std::count(out.begin(), out.end(), 1.0f), 13); // of 19 real
 }
 
+TEST_F(CpuKernels, LabelWeight) {
+  // Labels in range, negative (not scored) and past the classes: 0.
+  std::vector<int32_t> labels = {0, 2, 1, -1, 3, -100, 2, 0};
+  std::vector<float> weights = {0.5f, 0.0f, 2.25f};
+  const int64_t count = int64_t(labels.size());
+  std::string t = typeOf({2, 4}, "i32"), result = typeOf({2, 4}, "f32");
+  Tensor ref = reference(fn("%k: " + t, result,
+                            "%y = lru.label_weight %k weights [0.5, 0.0, "
+                            "2.25] : " +
+                                t + " -> " + result),
+                         {tensorOf({2, 4}, labels)});
+  std::vector<float> out(size_t(count), -7);
+  lruc::cpu::labelWeight(labels.data(), count, weights.data(),
+                         int64_t(weights.size()), out.data());
+  expectExact(out, ref);
+  EXPECT_EQ(out, (std::vector<float>{0.5f, 2.25f, 0, 0, 0, 0, 2.25f, 0.5f}));
+}
+
 /// Sequences [3, 6, 20]: 20 channels cover a full block of the scan's 16
 /// and a remainder; lengths full, partial and empty.
 constexpr int64_t kBatch = 3, kSteps = 6, kWidth = 20;

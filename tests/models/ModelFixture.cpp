@@ -188,6 +188,9 @@ std::vector<ModelCase> smallModelCases() {
       {"token_tagging", "examples/token_tagging.lru",
        small({{"SMOOTHING", 0.1}})},
       {"sweep", "examples/sweep.lru", {{"L", 6}, {"H", 4}, {"DEPTH", 1}}},
+      // Class weights (one 0), per step with steps not scored and pooled.
+      {"weighted_tags", "tests/models/Inputs/weighted_tags.lru", {}},
+      {"weighted_classes", "tests/models/Inputs/weighted_classes.lru", {}},
       // Long sequences and more than 32 channels: on the GPU, block sums
       // over more than one warp's worth of steps, and scans over several
       // tiles of steps and more than one block of channels.

@@ -942,6 +942,16 @@ private:
                   y + ", error)");
           return success();
         })
+        .Case([&](LabelWeightOp o) {
+          std::string y = define(o.getResult());
+          os << "  {\n    static const float weights[] = {";
+          for (auto [i, w] : llvm::enumerate(o.getWeights()))
+            os << (i ? ", " : "") << floatLiteral(w);
+          os << "};\n    lruc::cpu::labelWeight(" << get(o.getLabels()) << ", "
+             << count(o.getLabels()) << ", weights, " << o.getWeights().size()
+             << ", " << y << ");\n  }\n";
+          return success();
+        })
         .Case([&](SoftmaxCrossEntropyOp o) {
           auto logits = tensorType(o.getLogits());
           std::string y = define(o.getResult());

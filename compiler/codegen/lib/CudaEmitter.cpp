@@ -1341,11 +1341,26 @@ private:
     return success();
   }
 
+  LogicalResult emitLabelWeight(lru::LabelWeightOp op) {
+    std::string count = countExpr(op.getResult());
+    ArrayRef<float> weights = op.getWeights();
+    begin(op, "", count, {op.getLabels()}, {op.getResult()});
+    gridLoop(count);
+    os << "    const int label = in0[i];\n"
+       << "    float w = 0.0f;\n";
+    for (auto [k, w] : llvm::enumerate(weights))
+      os << "    w = label == " << k << " ? " << floatLiteral(w) << " : w;\n";
+    os << "    out0[i] = w;\n  }\n}\n\n";
+    return success();
+  }
+
   /// The row's largest logit and the sum of e^(z - top) over the others
   /// (runtime/cpu's softmaxStats); a bad label is reported. A row not
   /// scored (`ignoreNegative`, a negative label) runs `notScored` instead.
   void softmaxRow(StringRef classes, bool ignoreNegative, StringRef notScored) {
-    os << "    const float *z = in0 + i * " << classes << ";\n"
+    // `auto`: the logits may be stored in bfloat16 (per-step logits are
+    // sequence-sized); each read widens to float.
+    os << "    const auto *z = in0 + i * " << classes << ";\n"
        << "    const int64_t label = in1[i];\n";
     if (ignoreNegative)
       os << "    if (label < 0) {\n      " << notScored
@@ -1475,6 +1490,7 @@ private:
         .Case([&](GatherOp o) { return emitGather(o); })
         .Case([&](ScatterAddOp o) { return emitScatterAdd(o); })
         .Case([&](LengthMaskOp o) { return emitLengthMask(o); })
+        .Case([&](LabelWeightOp o) { return emitLabelWeight(o); })
         .Case(
             [&](SoftmaxCrossEntropyOp o) { return emitSoftmaxCrossEntropy(o); })
         .Case([&](SoftmaxCrossEntropyGradOp o) {

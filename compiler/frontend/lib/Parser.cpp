@@ -126,6 +126,14 @@ const auto makeName = [](auto &ctx) {
   x3::_val(ctx) = node;
 };
 
+const auto makeList = [](auto &ctx) {
+  auto &attr = x3::_attr(ctx);
+  Expr node = makeNode(ExprKind::List, locOf(ctx, at_c<0>(attr)));
+  if (auto &elements = at_c<1>(attr))
+    node->elements = std::move(*elements);
+  x3::_val(ctx) = node;
+};
+
 const auto makeNegate = [](auto &ctx) {
   auto &attr = x3::_attr(ctx);
   Expr node = makeNode(ExprKind::Negate, locOf(ctx, at_c<0>(attr)));
@@ -178,6 +186,8 @@ x3::rule<class expression_rule, Expr> const expression = "an expression";
 x3::rule<class term_rule, Expr> const term = "an expression";
 x3::rule<class factor_rule, Expr> const factor = "an expression";
 x3::rule<class primary_rule, Expr> const primary = "an expression";
+x3::rule<class elements_rule, std::vector<Expr>> const elements =
+    "a list of values";
 x3::rule<class call_rule, Expr> const call = "a name";
 x3::rule<class arguments_rule, std::vector<Arg>> const arguments = "arguments";
 x3::rule<class argument_rule, Arg> const argument = "an argument";
@@ -194,9 +204,11 @@ const auto quoted_def =
 
 const auto number = x3::lexeme[real >> !(x3::alnum | '_' | '.')];
 
-const auto primary_def = (position >> number)[makeNumber] |
-                         (position >> quoted)[makeString] | call[copyValue] |
-                         ('(' > expression > ')')[copyValue];
+const auto elements_def = expression % ',';
+const auto primary_def =
+    (position >> number)[makeNumber] | (position >> quoted)[makeString] |
+    call[copyValue] | ('(' > expression > ')')[copyValue] |
+    ((position >> '[') > -elements > -x3::lit(',') > ']')[makeList];
 const auto factor_def =
     ((position >> '-') > primary)[makeNegate] | primary[copyValue];
 const auto term_def =
@@ -216,7 +228,7 @@ const auto letStatement_def =
     (word("let") > position > identifier > '=' > expression)[makeLet];
 
 BOOST_SPIRIT_DEFINE(identifier, quoted, expression, term, factor, primary,
-                    call, arguments, argument, letStatement)
+                    elements, call, arguments, argument, letStatement)
 
 // --- The statement loop -------------------------------------------------------------
 
@@ -294,9 +306,9 @@ std::string StatementParser::joinParenthesizedLines(std::string text) {
       for (; i < text.size() && text[i] != '\n' && text[i] != '\r'; ++i)
         text[i] = ' ';
       --i;
-    } else if (c == '(') {
+    } else if (c == '(' || c == '[') {
       ++depth;
-    } else if (c == ')') {
+    } else if (c == ')' || c == ']') {
       depth -= depth != 0;
     } else if (c == '{' || c == '}') {
       depth = 0;
@@ -322,6 +334,7 @@ bool StatementParser::checkNesting() {
         ++it;
       break;
     case '(':
+    case '[':
     case '{':
       if (++depth > kMaxNesting) {
         diags_.error(loc(it), fmt::format("nesting deeper than {} levels",
@@ -330,6 +343,7 @@ bool StatementParser::checkNesting() {
       }
       break;
     case ')':
+    case ']':
     case '}':
       if (depth)
         --depth;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 namespace lruc {
 namespace {
@@ -131,12 +132,16 @@ void printModel(const ast::Model &m, std::ostream &os) {
     fmt::print(os, "  head retrieval classes={} hidden={} activation={} {}\n",
                m.head.classes, m.head.hidden, activationName(m.head.activation),
                at(m.head.loc));
-  fmt::print(os, "  loss {}{} {}\n",
+  fmt::print(os, "  loss {}{}{} {}\n",
              m.loss.kind == ast::LossKind::CrossEntropy ? "cross_entropy"
                                                         : "mse",
              m.loss.labelSmoothing != 0
                  ? fmt::format(" label_smoothing={}", m.loss.labelSmoothing)
                  : "",
+             m.loss.classWeights.empty()
+                 ? ""
+                 : fmt::format(" class_weights={}",
+                               fmt::join(m.loss.classWeights, ",")),
              at(m.loss.loc));
   if (m.train)
     printTrain(*m.train, os);

@@ -113,6 +113,9 @@ private:
   bool intArg(const Bound &b, std::string_view name, int64_t &out, int64_t min,
               int64_t max);
   bool boolArg(const Bound &b, std::string_view name, bool &out);
+  /// A list `[a, b, ...]` of numbers in [min, max], at least one.
+  bool realListArg(const Bound &b, std::string_view name,
+                   std::vector<double> &out, double min, double max);
   /// The arguments every diagonal recurrence takes: state size and the ring
   /// (r_min <= r_max within [0, 1], max_phase in (0, 2pi]).
   bool ringArgs(const Bound &b, ast::Loc loc, int64_t &state, double &rMin,
@@ -161,6 +164,9 @@ std::optional<double> Sema::eval(const Expr &e) {
     return e->number;
   case ExprKind::String:
     diags_.error(e->loc, "expected a number, found a string");
+    return std::nullopt;
+  case ExprKind::List:
+    diags_.error(e->loc, "expected a number, found a list");
     return std::nullopt;
   case ExprKind::Name: {
     if (e->hasArgs) {
@@ -425,6 +431,34 @@ bool Sema::realArg(const Bound &b, std::string_view name, double &out,
   if (v)
     out = *v;
   return v.has_value();
+}
+
+bool Sema::realListArg(const Bound &b, std::string_view name,
+                       std::vector<double> &out, double min, double max) {
+  auto it = b.find(name);
+  if (it == b.end())
+    return true;
+  const Expr &list = it->second;
+  if (list->kind != ExprKind::List) {
+    diags_.error(list->loc, fmt::format("{} must be a list of numbers in "
+                                        "brackets, e.g. [1, 2.5]",
+                                        name));
+    return false;
+  }
+  if (list->elements.empty()) {
+    diags_.error(list->loc, fmt::format("{} must not be empty", name));
+    return false;
+  }
+  std::vector<double> values;
+  bool ok = true;
+  for (const Expr &element : list->elements) {
+    auto v = real(element, name, min, max);
+    ok &= v.has_value();
+    values.push_back(v.value_or(0));
+  }
+  if (ok)
+    out = std::move(values);
+  return ok;
 }
 
 bool Sema::intArg(const Bound &b, std::string_view name, int64_t &out,
@@ -794,8 +828,17 @@ void Sema::loss(const Stmt &s, ast::Model &m) {
       bind(*value, "mse", {});
     return;
   }
-  if (auto b = bind(*value, "cross_entropy", {{"label_smoothing", false}}))
-    realArg(*b, "label_smoothing", m.loss.labelSmoothing, 0, 1, false, true);
+  auto b = bind(*value, "cross_entropy",
+                {{"label_smoothing", false}, {"class_weights", false}});
+  if (!b)
+    return;
+  realArg(*b, "label_smoothing", m.loss.labelSmoothing, 0, 1, false, true);
+  if (realListArg(*b, "class_weights", m.loss.classWeights, 0, 1e6))
+    m.loss.classWeightsLoc = argLoc(*b, "class_weights", m.loss.loc);
+  if (!m.loss.classWeights.empty() && m.loss.labelSmoothing != 0)
+    diags_.error(m.loss.classWeightsLoc,
+                 "class_weights with label_smoothing is not supported yet; "
+                 "use one of them");
 }
 
 void Sema::model(const Stmt &s) {
@@ -942,6 +985,19 @@ void Sema::checkModel(const ast::Model &m) {
     diags_.error(m.head.loc, fmt::format("cross_entropy needs at least 2 "
                                          "classes, the head has {}",
                                          m.head.classes));
+  const auto &weights = m.loss.classWeights;
+  if (!weights.empty() && int64_t(weights.size()) != m.head.classes) {
+    diags_.error(m.loss.classWeightsLoc,
+                 fmt::format("class_weights has {} value{}, one a class: the "
+                             "head has {} classes",
+                             weights.size(), weights.size() == 1 ? "" : "s",
+                             m.head.classes));
+    diags_.note(m.head.loc, "the head is declared here");
+  } else if (!weights.empty() && std::all_of(weights.begin(), weights.end(),
+                                             [](double w) { return w == 0; })) {
+    diags_.error(m.loss.classWeightsLoc,
+                 "class_weights are all 0: no example would count");
+  }
 }
 
 // --- Training -------------------------------------------------------------------

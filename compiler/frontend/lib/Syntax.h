@@ -39,6 +39,7 @@ enum class ExprKind {
   Name,   ///< H, batch, linear(10): a word, with arguments if it has parens
   Negate, ///< -x
   Binary, ///< lhs op rhs with op one of + - * /
+  List,   ///< [1, 2.5, H / 4]: an argument's list of values (`elements`)
 };
 
 struct ExprNode {
@@ -50,6 +51,7 @@ struct ExprNode {
   std::vector<Arg> args;
   char op = 0;        ///< Binary
   Expr lhs, rhs;      ///< Binary (lhs also the operand of Negate)
+  std::vector<Expr> elements; ///< List
 };
 
 struct Stmt {

@@ -329,6 +329,7 @@ private:
   FailureOr<Tensor> evaluate(lru::ShiftOp op);
   FailureOr<Tensor> evaluate(lru::ScanOp op);
   FailureOr<Tensor> evaluate(lru::LengthMaskOp op);
+  FailureOr<Tensor> evaluate(lru::LabelWeightOp op);
 
   // Dense algebra and lookups.
   FailureOr<Tensor> evaluate(lru::MatmulOp op);
@@ -484,11 +485,10 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
       })
       .Case<lru::ComplexOp, lru::BroadcastOp, lru::ReduceSumOp, lru::ConcatOp,
             lru::SliceOp, lru::ViewOp, lru::ShiftOp, lru::ScanOp,
-            lru::LengthMaskOp, lru::MatmulOp, lru::GatherOp,
+            lru::LengthMaskOp, lru::LabelWeightOp, lru::MatmulOp, lru::GatherOp,
             lru::ScatterAddOp, lru::SoftmaxCrossEntropyOp,
             lru::SoftmaxCrossEntropyGradOp, lru::DropoutMaskOp, lru::ParamOp,
-            arith::ConstantOp>(
-          [&](auto o) { return evaluate(o); })
+            arith::ConstantOp>([&](auto o) { return evaluate(o); })
       .Default([](Operation *o) {
         return o->emitOpError("is not supported by the reference interpreter");
       });
@@ -757,6 +757,19 @@ FailureOr<Tensor> Interpreter::evaluate(lru::LengthMaskOp op) {
         on = on && value(op.getLabels()).ints[b * steps + t] >= 0;
       y.re[b * steps + t] = on ? 1.0 : 0.0;
     }
+  return y;
+}
+
+FailureOr<Tensor> Interpreter::evaluate(lru::LabelWeightOp op) {
+  const Tensor &labels = value(op.getLabels());
+  ArrayRef<float> weights = op.getWeights();
+  Tensor y = Tensor::zeros(labels.shape, Kind::Real);
+  for (int64_t i = 0, n = labels.numElements(); i < n; ++i) {
+    int64_t label = labels.ints[i];
+    y.re[i] = label >= 0 && label < int64_t(weights.size())
+                  ? double(weights[size_t(label)])
+                  : 0.0;
+  }
   return y;
 }
 

@@ -693,7 +693,8 @@ struct RetrievalCombinePattern : OpRewritePattern<RetrievalCombineOp> {
 
 /// The mean of per-row softmax cross entropy over examples, or, per step
 /// (with lengths), over the real steps whose label is not negative: a
-/// negative step label marks a step not scored (0 when a batch has none).
+/// negative step label marks a step not scored (0 when a batch has none);
+/// with class weights, weighted by each label's weight.
 struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op,
@@ -709,12 +710,25 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
     Value rows = rewriter.create<SoftmaxCrossEntropyOp>(
         op.getLoc(), rowType, logits, labels,
         /*ignore_negative=*/bool(lengths), op.getLabelSmoothing());
-    if (!lengths)
-      return replace(rewriter, op, b.maskedMean(rows, Value()));
-    Value mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);
+    // Class weights: each row counts its label's weight, in the sum and in
+    // the divisor (PyTorch's weighted mean).
+    Value weight;
+    if (auto weights = op.getClassWeightsAttr())
+      weight =
+          rewriter.create<LabelWeightOp>(op.getLoc(), rowType, labels, weights);
     SmallVector<int64_t> all = iota(rowType.getRank());
+    if (!lengths && !weight)
+      return replace(rewriter, op, b.maskedMean(rows, Value()));
+    Value mask = weight;
+    if (lengths) {
+      mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);
+      if (weight)
+        mask = b.mul(mask, weight);
+    }
+    // No row scored (or all of weight 0): loss 0 rather than 0 / 0. A
+    // count of rows is at least 1 otherwise; a sum of weights may be less.
     Value count = b.reduceSum(mask, all);
-    Value scored = b.max(count, b.scalar(1.0));
+    Value scored = b.max(count, b.scalar(weight ? 1e-30 : 1.0));
     Value sum = b.reduceSum(b.mul(rows, mask), all);
     Value loss = b.div(sum, scored);
     return replace(rewriter, op, loss);

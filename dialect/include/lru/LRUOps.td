@@ -298,11 +298,14 @@ def LRU_RetrievalCombineOp : LRU_InferOp<"retrieval_combine"> {
 def LRU_CrossEntropyOp : LRU_InferOp<"cross_entropy"> {
   let summary = "mean softmax cross entropy over real examples or steps";
   let description = [{
-    With `label_smoothing` s, against (1 - s) onehot(label) + s / K.
+    With `label_smoothing` s, against (1 - s) onehot(label) + s / K. With
+    `class_weights` (one a class), the mean is weighted by each label's
+    weight: sum w[label] loss / sum w[label].
   }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
                        Optional<LRU_I32Tensor>:$lengths,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       OptionalAttr<DenseF32ArrayAttr>:$class_weights);
   let results = (outs LRU_Scalar:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`lengths` $lengths^)? attr-dict `:`

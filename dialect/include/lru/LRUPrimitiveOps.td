@@ -340,6 +340,21 @@ def LRU_ScanOp : LRU_Op<"scan", [Pure, AttrSizedOperandSegments]> {
 // Losses and randomness
 //===----------------------------------------------------------------------===//
 
+def LRU_LabelWeightOp : LRU_Op<"label_weight", [Pure]> {
+  let summary = "each label's class weight: weights[label], 0 outside [0, K)";
+  let description = [{
+    The weights of a weighted cross entropy's mean. A label outside [0, K)
+    (a step not scored, or one the cross entropy that reads the same labels
+    reports) weighs 0.
+  }];
+  let arguments = (ins LRU_I32Tensor:$labels, DenseF32ArrayAttr:$weights);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = [{
+    $labels `weights` $weights attr-dict `:` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
   let summary = "per-row -log softmax(logits)[label]: [..., K] x [...] -> [...]";
   let description = [{

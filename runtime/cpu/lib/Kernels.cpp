@@ -296,6 +296,12 @@ bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
   return true;
 }
 
+void labelWeight(const int32_t *labels, int64_t count, const float *weights,
+                 int64_t classes, float *y) {
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = labels[i] >= 0 && labels[i] < classes ? weights[labels[i]] : 0.0f;
+}
+
 template <class T>
 bool shift(const T *x, const T *init, const int32_t *lengths, bool reverse,
            int64_t batch, int64_t steps, int64_t width, T *y,

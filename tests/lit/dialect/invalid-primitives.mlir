@@ -306,6 +306,30 @@ func.func @sce_labels(%z: tensor<?x10xf32>, %k: tensor<?x2xi32>) {
 
 // -----
 
+func.func @label_weight_negative(%k: tensor<?xi32>) {
+  // expected-error @+1 {{'lru.label_weight' op expects finite weights >= 0, got -1}}
+  %0 = lru.label_weight %k weights [1.0, -1.0] : tensor<?xi32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @label_weight_empty(%k: tensor<?xi32>) {
+  // expected-error @+1 {{'lru.label_weight' op expects at least one weight}}
+  %0 = lru.label_weight %k weights [] : tensor<?xi32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @label_weight_result(%k: tensor<?x4xi32>) {
+  // expected-error @+1 {{'lru.label_weight' op expects a result of shape [?, 4]}}
+  %0 = lru.label_weight %k weights [1.0] : tensor<?x4xi32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
 func.func @sce_smoothing(%z: tensor<?x10xf32>, %k: tensor<?xi32>) {
   // expected-error @+1 {{'lru.softmax_cross_entropy' op expects a label_smoothing in [0, 1), got 1}}
   %0 = lru.softmax_cross_entropy %z, %k {label_smoothing = 1.0 : f32} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>

@@ -119,6 +119,10 @@ func.func @losses(%z: tensor<?x10xf32>, %k: tensor<?xi32>, %g: tensor<?xf32>, %k
   %5 = lru.softmax_cross_entropy %z, %k {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
   // CHECK: lru.softmax_cross_entropy_grad %[[Z]], %[[K]], %[[G]] {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
   %6 = lru.softmax_cross_entropy_grad %z, %k, %g {ignore_negative} : (tensor<?x10xf32>, tensor<?xi32>, tensor<?xf32>) -> tensor<?x10xf32>
+  // CHECK: lru.softmax_cross_entropy %[[Z]], %[[K]] {label_smoothing = 1.000000e-01 : f32} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
+  %7 = lru.softmax_cross_entropy %z, %k {label_smoothing = 0.1 : f32} : (tensor<?x10xf32>, tensor<?xi32>) -> tensor<?xf32>
+  // CHECK: lru.label_weight %[[K]] weights [1.000000e+00, 0.000000e+00, 2.500000e+00] : tensor<?xi32> -> tensor<?xf32>
+  %8 = lru.label_weight %k weights [1.0, 0.0, 2.5] : tensor<?xi32> -> tensor<?xf32>
   // CHECK: lru.dropout_mask %[[Z]], %[[KEY]] rate 1.000000e-01 site 7 : tensor<?x10xf32>, tensor<2xi64>
   %2 = lru.dropout_mask %z, %key rate 1.000000e-01 site 7 : tensor<?x10xf32>, tensor<2xi64>
   return

@@ -160,6 +160,10 @@ struct Loss {
   LossKind kind = LossKind::CrossEntropy;
   /// Cross entropy against (1 - s) onehot(label) + s / classes, in [0, 1).
   double labelSmoothing = 0;
+  /// A weight a class (empty: all 1): the loss is sum w[label] loss / sum
+  /// w[label], as PyTorch's CrossEntropyLoss(weight=...).
+  std::vector<double> classWeights;
+  Loc classWeightsLoc;
   Loc loc;
 };
 

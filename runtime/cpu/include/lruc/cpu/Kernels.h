@@ -196,6 +196,12 @@ bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
                 int64_t batch, int64_t steps, bool last, float *y,
                 std::string &error);
 
+/// lru.label_weight: y[i] = weights[labels[i]] for a label in [0, classes),
+/// else 0 (a step not scored; a label past the classes is the cross
+/// entropy's to report).
+void labelWeight(const int32_t *labels, int64_t count, const float *weights,
+                 int64_t classes, float *y);
+
 /// lru.shift: y_t = x_{t-1} (y_0 = init, or 0); reverse: y_t = x_{t+1} and
 /// the last real step reads init. Padded steps are 0. init is [B, N] or null.
 template <class T>
