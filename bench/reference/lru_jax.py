@@ -196,20 +196,23 @@ def make_model(spec, lruc_dropout=True):
             logp = jax.nn.log_softmax(logits, -1)
             nll = -jnp.take_along_axis(logp, jnp.maximum(labels, 0)[..., None],
                                        -1)[..., 0]
-            # Label smoothing s: against (1 - s) onehot + s / K.
+            # Class weights w and label smoothing s, as PyTorch's
+            # cross_entropy: a row (1 - s) w[label] nll - s / K sum_k w[k]
+            # log p[k], the mean divided by the sum of the labels' weights.
             s = spec.label_smoothing
-            nll = (1 - s) * nll - s * logp.mean(-1)
-            # Class weights: a mean weighted by each label's weight.
-            weight = jnp.ones_like(nll)
+            classes = logp.shape[-1]
+            w = jnp.ones((classes,), nll.dtype)
             if spec.class_weights is not None:
-                weight = jnp.asarray(spec.class_weights,
-                                     nll.dtype)[jnp.maximum(labels, 0)]
+                w = jnp.asarray(spec.class_weights, nll.dtype)
+            weight = w[jnp.maximum(labels, 0)]
+            rows = (1 - s) * weight * nll - s / classes * (logp * w).sum(-1)
             if per_step:  # a negative label: a step not scored
-                scored = mask * (labels >= 0) * weight
+                scored = mask * (labels >= 0)
                 floor = 1 if spec.class_weights is None else 1e-30
-                loss = (nll * scored).sum() / jnp.maximum(scored.sum(), floor)
+                loss = (rows * scored).sum() / jnp.maximum(
+                    (weight * scored).sum(), floor)
             else:
-                loss = (nll * weight).sum() / weight.sum()
+                loss = rows.sum() / weight.sum()
         else:
             err = (logits - inputs["targets"]) ** 2
             loss = (err * mask[..., None]).sum() / (mask.sum() * err.shape[-1]) \

@@ -139,10 +139,14 @@ Value AdjointBuilder::scatterAdd(Value updates, Value indices, Value table) {
 
 Value AdjointBuilder::softmaxCrossEntropyGrad(
     Value logits, Value labels, Value g, bool ignoreNegative,
-    const llvm::APFloat &labelSmoothing) {
-  return b_.create<SoftmaxCrossEntropyGradOp>(loc_, logits.getType(), logits,
-                                              labels, g, ignoreNegative,
-                                              labelSmoothing);
+    const llvm::APFloat &labelSmoothing,
+    std::optional<llvm::ArrayRef<float>> classWeights) {
+  return b_.create<SoftmaxCrossEntropyGradOp>(
+      loc_, logits.getType(), logits, labels, g,
+      ignoreNegative ? b_.getUnitAttr() : UnitAttr(),
+      b_.getF32FloatAttr(labelSmoothing.convertToFloat()),
+      classWeights ? b_.getDenseF32ArrayAttr(*classWeights)
+                   : DenseF32ArrayAttr());
 }
 
 Value AdjointBuilder::matmul(MatmulKind kind, Value lhs, Value rhs) {

@@ -391,8 +391,25 @@ static LogicalResult verifyLabelSmoothing(Operation *op, llvm::APFloat s) {
   return success();
 }
 
+/// Class weights, when given: one a class (K, the logits' last dim).
+static LogicalResult verifyClassWeights(Operation *op, RankedTensorType logits,
+                                        std::optional<ArrayRef<float>> w) {
+  if (!w)
+    return success();
+  int64_t classes = logits.getRank() ? logits.getShape().back() : 0;
+  if (!ShapedType::isDynamic(classes) && int64_t(w->size()) != classes)
+    return op->emitOpError("expects ")
+           << classes << " class_weights, one a class, got " << w->size();
+  for (float v : *w)
+    if (!(v >= 0 && std::isfinite(v)))
+      return op->emitOpError("expects finite class_weights >= 0, got ") << v;
+  return success();
+}
+
 LogicalResult SoftmaxCrossEntropyOp::verify() {
-  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())))
+  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())) ||
+      failed(verifyClassWeights(*this, tensorType(getLogits()),
+                                getClassWeights())))
     return failure();
   auto logits = tensorType(getLogits());
   if (logits.getRank() < 1 ||
@@ -404,7 +421,9 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
-  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())))
+  if (failed(verifyLabelSmoothing(*this, getLabelSmoothing())) ||
+      failed(verifyClassWeights(*this, tensorType(getLogits()),
+                                getClassWeights())))
     return failure();
   auto logits = tensorType(getLogits());
   if (logits.getRank() < 1 ||

@@ -904,17 +904,29 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
     logits[size_t(k)] = 80.0f + float(k);
     logits[size_t(classes + k)] = k == 2 ? 30.0f : -float(k);
   }
-  for (auto [ignore, smoothing] :
-       {std::pair{false, 0.0f}, std::pair{true, 0.0f}, std::pair{false, 0.1f},
-        std::pair{true, 0.25f}}) {
+  // Class weights, one of them 0.
+  const std::vector<float> weights = {1.0f, 0.5f, 2.0f, 0.0f, 1.5f, 3.0f};
+  const std::string weightsAttr =
+      "class_weights = array<f32: 1.0, 0.5, 2.0, 0.0, 1.5, 3.0>";
+  struct Case {
+    bool ignore;
+    float smoothing;
+    bool weighted;
+  };
+  for (auto [ignore, smoothing, weighted] :
+       {Case{false, 0.0f, false}, Case{true, 0.0f, false},
+        Case{false, 0.1f, false}, Case{true, 0.25f, false},
+        Case{false, 0.0f, true}, Case{true, 0.2f, true}}) {
     // Ignoring negative labels: rows 3 and 7 are not scored.
     std::vector<int32_t> labels = {5, 2, 0, 1, 2, 3, 4, 5, 0, 1, 2, 3};
     if (ignore)
       labels[3] = -1, labels[7] = -100;
     std::string attr = ignore ? "ignore_negative" : "";
     if (smoothing != 0.0f)
-      attr += std::string(ignore ? ", " : "") +
+      attr += std::string(attr.empty() ? "" : ", ") +
               "label_smoothing = " + std::to_string(smoothing) + " : f32";
+    if (weighted)
+      attr += std::string(attr.empty() ? "" : ", ") + weightsAttr;
     if (!attr.empty())
       attr = " {" + attr + "}";
     SCOPED_TRACE(attr);
@@ -932,17 +944,19 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
                                    " : (" + zT + ", " + kT + ") -> " + rT),
                             args);
     std::vector<float> out(static_cast<size_t>(rows), -7);
-    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(),
-                                               rows, classes, ignore, smoothing,
-                                               out.data(), error))
+    ASSERT_TRUE(lruc::cpu::softmaxCrossEntropy(
+        logits.data(), labels.data(), rows, classes, ignore, smoothing,
+        weighted ? weights.data() : nullptr, out.data(), error))
         << error;
     expectClose(out, loss);
     // The confident row's loss (~e^-30) is right relatively, not only to
     // 1e-5.
-    if (smoothing == 0.0f)
+    if (smoothing == 0.0f && !weighted) {
       EXPECT_NEAR(out[1], loss.re[1], 1e-5 * loss.re[1]);
-    if (ignore)
+    }
+    if (ignore) {
       EXPECT_TRUE(out[3] == 0.0f && out[7] == 0.0f && out[4] > 0.0f);
+    }
 
     Tensor grad =
         reference(fn(argList, zT,
@@ -952,14 +966,15 @@ TEST_F(CpuKernels, SoftmaxCrossEntropyAndItsGradient) {
     std::vector<float> dlogits(static_cast<size_t>(rows * classes), -7);
     ASSERT_TRUE(lruc::cpu::softmaxCrossEntropyGrad(
         logits.data(), labels.data(), g.data(), rows, classes, ignore,
-        smoothing, dlogits.data(), error))
+        smoothing, weighted ? weights.data() : nullptr, dlogits.data(), error))
         << error;
     expectClose(dlogits, grad);
-    if (ignore)
+    if (ignore) {
       for (int64_t row : {3, 7})
         EXPECT_EQ(std::count(dlogits.begin() + row * classes,
                              dlogits.begin() + (row + 1) * classes, 0.0f),
                   classes);
+    }
   }
 }
 
@@ -1077,19 +1092,19 @@ TEST_F(CpuKernels, IndicesAndLabelsOutOfRangeAreErrors) {
                   "labels[0] = -1 is outside [0, 5)"}}) {
     std::string error;
     EXPECT_FALSE(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(), 4,
-                                                classes, false, 0.0f,
+                                                classes, false, 0.0f, nullptr,
                                                 loss.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
     EXPECT_FALSE(lruc::cpu::softmaxCrossEntropyGrad(
         logits.data(), labels.data(), g.data(), 4, classes, false, 0.0f,
-        logits.data(), error));
+        nullptr, logits.data(), error));
     EXPECT_EQ(error, message);
     // Ignoring negative labels still refuses one past the classes.
     error.clear();
     EXPECT_EQ(lruc::cpu::softmaxCrossEntropy(logits.data(), labels.data(), 4,
-                                             classes, true, 0.0f, loss.data(),
-                                             error),
+                                             classes, true, 0.0f, nullptr,
+                                             loss.data(), error),
               labels[2] != 7);
     EXPECT_EQ(error, labels[2] == 7 ? message : "");
   }

@@ -353,6 +353,13 @@ std::vector<Case> cases() {
            "  %out = lru.softmax_cross_entropy %logits, %labels : "
            "(tensor<2x5xf32>, tensor<?xi32>) -> tensor<2xf32>\n",
        "tensor<2xf32>"},
+      {"softmax_cross_entropy_class_weights",
+       param("logits", "tensor<2x5xf32>") +
+           "  %out = lru.softmax_cross_entropy %logits, %labels "
+           "{label_smoothing = 0.2 : f32, class_weights = array<f32: 1.0, "
+           "0.5, 2.0, 0.0, 3.0>} : "
+           "(tensor<2x5xf32>, tensor<?xi32>) -> tensor<2xf32>\n",
+       "tensor<2xf32>"},
       {"softmax_cross_entropy_label_smoothing",
        param("logits", "tensor<2x5xf32>") +
            "  %out = lru.softmax_cross_entropy %logits, %labels "

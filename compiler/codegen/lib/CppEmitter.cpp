@@ -312,6 +312,20 @@ private:
     return true;
   }
 
+  /// A cross entropy's class weights as a static array named after its
+  /// result `y` (written before the call), or "nullptr" without them.
+  std::string classWeights(const std::string &y,
+                           std::optional<ArrayRef<float>> weights) {
+    if (!weights)
+      return "nullptr";
+    std::string name = y + "_class_weights";
+    os << "  static const float " << name << "[] = {";
+    for (auto [i, w] : llvm::enumerate(*weights))
+      os << (i ? ", " : "") << floatLiteral(w);
+    os << "};\n";
+    return name;
+  }
+
   /// Names `v`'s buffer: its slot of the workspace (lruc/MemoryPlan.h), or
   /// for a step constant its place in the lease (named once, before its op).
   std::string define(Value v) {
@@ -955,24 +969,26 @@ private:
         .Case([&](SoftmaxCrossEntropyOp o) {
           auto logits = tensorType(o.getLogits());
           std::string y = define(o.getResult());
+          std::string weights = classWeights(y, o.getClassWeights());
           checked("lruc::cpu::softmaxCrossEntropy(" + get(o.getLogits()) +
                   ", " + get(o.getLabels()) + ", " + count(o.getLabels()) +
                   ", " + dimExpr(logits.getShape().back()) + ", " +
                   (o.getIgnoreNegative() ? "true" : "false") + ", " +
                   floatLiteral(o.getLabelSmoothing().convertToDouble()) + ", " +
-                  y + ", error)");
+                  weights + ", " + y + ", error)");
           return success();
         })
         .Case([&](SoftmaxCrossEntropyGradOp o) {
           auto logits = tensorType(o.getLogits());
           std::string y = define(o.getResult());
+          std::string weights = classWeights(y, o.getClassWeights());
           checked("lruc::cpu::softmaxCrossEntropyGrad(" + get(o.getLogits()) +
                   ", " + get(o.getLabels()) + ", " + get(o.getG()) + ", " +
                   count(o.getLabels()) + ", " +
                   dimExpr(logits.getShape().back()) + ", " +
                   (o.getIgnoreNegative() ? "true" : "false") + ", " +
                   floatLiteral(o.getLabelSmoothing().convertToDouble()) + ", " +
-                  y + ", error)");
+                  weights + ", " + y + ", error)");
           return success();
         })
         .Case([&](DropoutMaskOp o) {

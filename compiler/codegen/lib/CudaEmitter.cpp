@@ -1376,6 +1376,14 @@ private:
        << "      rest += c == best ? 0.0f : expf(z[c] - top);\n";
   }
 
+  /// The class weights as the kernel's constant array `w`.
+  void classWeightArray(ArrayRef<float> weights) {
+    os << "    const float w[] = {";
+    for (auto [k, v] : llvm::enumerate(weights))
+      os << (k ? ", " : "") << floatLiteral(v);
+    os << "};\n";
+  }
+
   LogicalResult emitSoftmaxCrossEntropy(lru::SoftmaxCrossEntropyOp op) {
     std::string classes = dimExpr(tensorType(op.getLogits()).getShape().back());
     std::string rows = countExpr(op.getLabels());
@@ -1383,6 +1391,20 @@ private:
     gridLoop(rows);
     softmaxRow(classes, op.getIgnoreNegative(), "out0[i] = 0.0f;\n");
     double smoothing = op.getLabelSmoothing().convertToDouble();
+    if (auto weights = op.getClassWeights()) {
+      // (1 - s) w[label] nll + s / K (W log1p(rest) + sum_k w[k] (top -
+      // z[k])), as runtime/cpu's kernel.
+      classWeightArray(*weights);
+      os << "    float total = 0.0f, spread = 0.0f;\n"
+         << "    for (int64_t c = 0; c < " << classes << "; ++c) {\n"
+         << "      total += w[c];\n"
+         << "      spread += w[c] * (top - z[c]);\n    }\n"
+         << "    out0[i] = " << floatLiteral(1 - smoothing)
+         << " * w[label] * (log1pf(rest) + (top - z[label])) + "
+         << floatLiteral(smoothing) << " / float(" << classes
+         << ") * (total * log1pf(rest) + spread);\n  }\n}\n\n";
+      return success();
+    }
     if (smoothing == 0) {
       os << "    out0[i] = log1pf(rest) + (top - z[label]);\n  }\n}\n\n";
       return success();
@@ -1408,6 +1430,24 @@ private:
                    "        out0[i * " + classes + " + c] = 0.0f;\n");
     os << "    const float scale = in2[i] / (1.0f + rest);\n";
     double smoothing = op.getLabelSmoothing().convertToDouble();
+    if (auto weights = op.getClassWeights()) {
+      // ((1 - s) w[label] (p - onehot) + s / K (W p - w)) g.
+      classWeightArray(*weights);
+      os << "    float total = 0.0f;\n"
+         << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+         << "      total += w[c];\n"
+         << "    const float share = " << floatLiteral(smoothing) << " / float("
+         << classes << ");\n"
+         << "    const float labelWeight = " << floatLiteral(1 - smoothing)
+         << " * w[label];\n"
+         << "    const float pScale = scale * (labelWeight + share * total);\n"
+         << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+         << "      out0[i * " << classes
+         << " + c] = expf(z[c] - top) * pScale - share * w[c] * in2[i] - "
+            "(c == label ? labelWeight * in2[i] : 0.0f);\n"
+         << "  }\n}\n\n";
+      return success();
+    }
     if (smoothing == 0) {
       os << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
          << "      out0[i * " << classes

@@ -835,10 +835,6 @@ void Sema::loss(const Stmt &s, ast::Model &m) {
   realArg(*b, "label_smoothing", m.loss.labelSmoothing, 0, 1, false, true);
   if (realListArg(*b, "class_weights", m.loss.classWeights, 0, 1e6))
     m.loss.classWeightsLoc = argLoc(*b, "class_weights", m.loss.loc);
-  if (!m.loss.classWeights.empty() && m.loss.labelSmoothing != 0)
-    diags_.error(m.loss.classWeightsLoc,
-                 "class_weights with label_smoothing is not supported yet; "
-                 "use one of them");
 }
 
 void Sema::model(const Stmt &s) {

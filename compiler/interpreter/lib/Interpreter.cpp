@@ -923,11 +923,24 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyOp op) {
     if (labels.ints[r] < 0)
       continue; // not scored: 0
     const double *row = &logits.re[r * classes];
+    double lse = logSumExp(row, classes);
+    if (auto weights = op.getClassWeights()) {
+      // PyTorch's weighted row: (1 - s) w[label] nll + s / K sum_k w[k]
+      // (lse - z[k]).
+      double smooth = 0;
+      for (int64_t k = 0; k < classes; ++k)
+        smooth += double((*weights)[k]) * (lse - row[k]);
+      int64_t label = labels.ints[r];
+      y.re[r] =
+          (1 - smoothing) * double((*weights)[label]) * (lse - row[label]) +
+          smoothing / double(classes) * smooth;
+      continue;
+    }
     // The cross entropy against (1 - s) onehot + s / K.
     double sum = 0;
     for (int64_t k = 0; k < classes; ++k)
       sum += row[k];
-    y.re[r] = logSumExp(row, classes) - (1 - smoothing) * row[labels.ints[r]] -
+    y.re[r] = lse - (1 - smoothing) * row[labels.ints[r]] -
               smoothing / double(classes) * sum;
   }
   return y;
@@ -950,8 +963,23 @@ FailureOr<Tensor> Interpreter::evaluate(lru::SoftmaxCrossEntropyGradOp op) {
       continue; // not scored: 0
     const double *row = &logits.re[r * classes];
     double lse = logSumExp(row, classes);
+    auto weights = op.getClassWeights();
+    // d/dz of (1 - s) w[label] nll + s / K sum_k w[k] (lse - z[k]).
+    double total = 0;
+    for (int64_t k = 0; weights && k < classes; ++k)
+      total += double((*weights)[k]);
     for (int64_t k = 0; k < classes; ++k) {
       double softmax = std::exp(row[k] - lse);
+      if (weights) {
+        double wLabel = double((*weights)[labels.ints[r]]);
+        double onehot = k == labels.ints[r] ? 1.0 : 0.0;
+        y.re[r * classes + k] =
+            ((1 - smoothing) * wLabel * (softmax - onehot) +
+             smoothing / double(classes) *
+                 (total * softmax - double((*weights)[k]))) *
+            g.re[r];
+        continue;
+      }
       double target = (k == labels.ints[r] ? 1 - smoothing : 0.0) +
                       smoothing / double(classes);
       y.re[r * classes + k] = (softmax - target) * g.re[r];

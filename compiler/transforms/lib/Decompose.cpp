@@ -707,29 +707,33 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
     auto logitsType = tensorType(logits);
     auto rowType = RankedTensorType::get(logitsType.getShape().drop_back(),
                                          b.f32());
+    // With class weights the rows are weighted already (PyTorch's rows: the
+    // smoothing term weighs every class), and the divisor sums each row's
+    // label weight instead of counting rows.
+    DenseF32ArrayAttr weights = op.getClassWeightsAttr();
     Value rows = rewriter.create<SoftmaxCrossEntropyOp>(
         op.getLoc(), rowType, logits, labels,
-        /*ignore_negative=*/bool(lengths), op.getLabelSmoothing());
-    // Class weights: each row counts its label's weight, in the sum and in
-    // the divisor (PyTorch's weighted mean).
+        /*ignore_negative=*/lengths ? rewriter.getUnitAttr() : UnitAttr(),
+        op.getLabelSmoothingAttr(), weights);
+    if (!lengths && !weights)
+      return replace(rewriter, op, b.maskedMean(rows, Value()));
     Value weight;
-    if (auto weights = op.getClassWeightsAttr())
+    if (weights)
       weight =
           rewriter.create<LabelWeightOp>(op.getLoc(), rowType, labels, weights);
     SmallVector<int64_t> all = iota(rowType.getRank());
-    if (!lengths && !weight)
-      return replace(rewriter, op, b.maskedMean(rows, Value()));
-    Value mask = weight;
+    Value sum, counted = weight;
     if (lengths) {
-      mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);
-      if (weight)
-        mask = b.mul(mask, weight);
+      Value mask = b.lengthMask(MaskKind::prefix, lengths, logits, labels);
+      sum = b.reduceSum(b.mul(rows, mask), all);
+      counted = weight ? b.mul(mask, weight) : mask;
+    } else {
+      sum = b.reduceSum(rows, all);
     }
     // No row scored (or all of weight 0): loss 0 rather than 0 / 0. A
     // count of rows is at least 1 otherwise; a sum of weights may be less.
-    Value count = b.reduceSum(mask, all);
+    Value count = b.reduceSum(counted, all);
     Value scored = b.max(count, b.scalar(weight ? 1e-30 : 1.0));
-    Value sum = b.reduceSum(b.mul(rows, mask), all);
     Value loss = b.div(sum, scored);
     return replace(rewriter, op, loss);
   }

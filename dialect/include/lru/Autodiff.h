@@ -77,9 +77,11 @@ public:
   /// scatter_add into a tensor of `table`'s type.
   mlir::Value scatterAdd(mlir::Value updates, mlir::Value indices,
                          mlir::Value table);
-  mlir::Value softmaxCrossEntropyGrad(mlir::Value logits, mlir::Value labels,
-                                      mlir::Value g, bool ignoreNegative,
-                                      const llvm::APFloat &labelSmoothing);
+  mlir::Value
+  softmaxCrossEntropyGrad(mlir::Value logits, mlir::Value labels, mlir::Value g,
+                          bool ignoreNegative,
+                          const llvm::APFloat &labelSmoothing,
+                          std::optional<llvm::ArrayRef<float>> classWeights);
 
 private:
   mlir::OpBuilder &b_;

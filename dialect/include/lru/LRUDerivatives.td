@@ -87,5 +87,5 @@ def : Derivative<LRU_GatherOp, [(ScatterAdd $dy, $indices, $table),
 def : Derivative<LRU_ScatterAddOp, [(Gather $dy, $indices), (NoAdjoint)]>;
 def : Derivative<LRU_SoftmaxCrossEntropyOp,
                  [(CrossEntropyGrad $logits, $labels, $dy, $ignore_negative,
-                                   $label_smoothing),
+                                   $label_smoothing, $class_weights),
                   (NoAdjoint)]>;

@@ -362,11 +362,14 @@ def LRU_SoftmaxCrossEntropyOp : LRU_Op<"softmax_cross_entropy", [Pure]> {
     a negative label marks a row not scored instead: its loss (and gradient)
     is 0. With `label_smoothing` s in [0, 1), the cross entropy against
     (1 - s) onehot(label) + s / K: -log softmax(z)[label] (1 - s) - s / K
-    sum_k log softmax(z)[k].
+    sum_k log softmax(z)[k]. With `class_weights` w (one a class), PyTorch's
+    weighted row: -(1 - s) w[label] log softmax(z)[label] - s / K sum_k
+    w[k] log softmax(z)[k].
   }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
                        UnitAttr:$ignore_negative,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       OptionalAttr<DenseF32ArrayAttr>:$class_weights);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -379,10 +382,13 @@ def LRU_SoftmaxCrossEntropyGradOp : LRU_Op<"softmax_cross_entropy_grad", [Pure]>
   let description = [{
     With `ignore_negative`, a row of a negative label is 0. With
     `label_smoothing` s: (softmax(logits) - (1 - s) onehot(labels) - s / K) * g.
+    With `class_weights` w: ((1 - s) w[label] (softmax - onehot) + s / K
+    (sum(w) softmax - w)) * g.
   }];
   let arguments = (ins LRU_F32Tensor:$logits, LRU_I32Tensor:$labels,
                        LRU_F32Tensor:$g, UnitAttr:$ignore_negative,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing);
+                       DefaultValuedAttr<F32Attr, "0.0f">:$label_smoothing,
+                       OptionalAttr<DenseF32ArrayAttr>:$class_weights);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $g attr-dict `:` functional-type(operands, results)

@@ -1024,8 +1024,8 @@ bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
 
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, int64_t classes, bool ignoreNegative,
-                         float labelSmoothing, float *loss,
-                         std::string &error) {
+                         float labelSmoothing, const float *classWeights,
+                         float *loss, std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1039,7 +1039,18 @@ bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
     // non-negative terms, so a confident row's small loss (rest ≪ 1) keeps
     // its relative precision instead of cancelling to 0.
     loss[r] = std::log1p(stats.rest) + (stats.top - z[labels[r]]);
-    if (labelSmoothing != 0.0f) {
+    if (classWeights) {
+      // (1 - s) w[label] nll + s / K sum_k w[k] (lse - z[k]), the sum as
+      // W log1p(rest) + sum_k w[k] (top - z[k]): non-negative terms.
+      float total = 0.0f, spread = 0.0f;
+      for (int64_t k = 0; k < classes; ++k) {
+        total += classWeights[k];
+        spread += classWeights[k] * (stats.top - z[k]);
+      }
+      loss[r] = (1.0f - labelSmoothing) * classWeights[labels[r]] * loss[r] +
+                labelSmoothing / float(classes) *
+                    (total * std::log1p(stats.rest) + spread);
+    } else if (labelSmoothing != 0.0f) {
       // Against (1 - s) onehot + s / K: s (z[label] - mean z) more.
       float sum = 0.0f;
       for (int64_t k = 0; k < classes; ++k)
@@ -1053,7 +1064,8 @@ bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
 bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              const float *g, int64_t rows, int64_t classes,
                              bool ignoreNegative, float labelSmoothing,
-                             float *dlogits, std::string &error) {
+                             const float *classWeights, float *dlogits,
+                             std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
   for (int64_t r = 0; r < rows; ++r) {
@@ -1065,6 +1077,20 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
     }
     SoftmaxStats stats = softmaxStats(z, classes);
     float scale = g[r] / (1 + stats.rest);
+    if (classWeights) {
+      // ((1 - s) w[label] (p - onehot) + s / K (W p - w)) g.
+      float total = 0.0f;
+      for (int64_t k = 0; k < classes; ++k)
+        total += classWeights[k];
+      float share = labelSmoothing / float(classes);
+      float label = (1.0f - labelSmoothing) * classWeights[labels[r]];
+      float pScale = scale * (label + share * total);
+      for (int64_t k = 0; k < classes; ++k)
+        d[k] = std::exp(z[k] - stats.top) * pScale -
+               share * classWeights[k] * g[r];
+      d[labels[r]] -= label * g[r];
+      continue;
+    }
     float spread = labelSmoothing / float(classes) * g[r];
     for (int64_t k = 0; k < classes; ++k)
       d[k] = std::exp(z[k] - stats.top) * scale - spread;

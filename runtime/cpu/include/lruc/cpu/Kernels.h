@@ -285,18 +285,23 @@ bool scatterAdd(const float *updates, const int32_t *indices, int64_t count,
 
 /// loss[r] = -log softmax(logits[r, :])[labels[r]] for r < rows; with
 /// `labelSmoothing` s, the cross entropy against (1 - s) onehot(labels[r])
-/// + s / classes. A label outside [0, classes) is an error, but with
-/// `ignoreNegative` a negative one marks a row not scored: loss[r] = 0.
+/// + s / classes; with `classWeights` w (null: none), PyTorch's weighted
+/// row -(1 - s) w[label] log p[label] - s / classes sum_k w[k] log p[k]. A
+/// label outside [0, classes) is an error, but with `ignoreNegative` a
+/// negative one marks a row not scored: loss[r] = 0.
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, int64_t classes, bool ignoreNegative,
-                         float labelSmoothing, float *loss, std::string &error);
+                         float labelSmoothing, const float *classWeights,
+                         float *loss, std::string &error);
 /// dlogits[r, :] = (softmax(logits[r, :]) - (1 - s) onehot(labels[r]) -
-/// s / classes) * g[r] (s: `labelSmoothing`); 0 for a row not scored
-/// (`ignoreNegative`, a negative label).
+/// s / classes) * g[r] (s: `labelSmoothing`); with `classWeights` w,
+/// ((1 - s) w[label] (softmax - onehot) + s / classes (sum(w) softmax - w))
+/// * g[r]; 0 for a row not scored (`ignoreNegative`, a negative label).
 bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              const float *g, int64_t rows, int64_t classes,
                              bool ignoreNegative, float labelSmoothing,
-                             float *dlogits, std::string &error);
+                             const float *classWeights, float *dlogits,
+                             std::string &error);
 
 /// y[i] = x[i] * keep(i) / (1 - rate), keep drawn by runtime/core's
 /// dropoutKeep(key[0], key[1], site, i, rate): the same mask as the
