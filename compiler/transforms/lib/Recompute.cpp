@@ -121,7 +121,8 @@ struct RecomputePass : lruc::impl::RecomputePassBase<RecomputePass> {
     };
 
     // The slice that computes result `index` of `op` at position `at` from
-    // values alive there, if there is one (no scan in it).
+    // values alive there, if there is one (through a scan only with
+    // `states`).
     auto sliceOf = [&](Operation &op, unsigned index,
                        unsigned at) -> std::optional<Slice> {
       Slice slice;
