@@ -958,12 +958,10 @@ private:
         })
         .Case([&](LabelWeightOp o) {
           std::string y = define(o.getResult());
-          os << "  {\n    static const float weights[] = {";
-          for (auto [i, w] : llvm::enumerate(o.getWeights()))
-            os << (i ? ", " : "") << floatLiteral(w);
-          os << "};\n    lruc::cpu::labelWeight(" << get(o.getLabels()) << ", "
-             << count(o.getLabels()) << ", weights, " << o.getWeights().size()
-             << ", " << y << ");\n  }\n";
+          std::string weights = classWeights(y, o.getWeights());
+          os << "  lruc::cpu::labelWeight(" << get(o.getLabels()) << ", "
+             << count(o.getLabels()) << ", " << weights << ", "
+             << o.getWeights().size() << ", " << y << ");\n";
           return success();
         })
         .Case([&](SoftmaxCrossEntropyOp o) {

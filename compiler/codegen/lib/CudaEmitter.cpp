@@ -1346,11 +1346,10 @@ private:
     ArrayRef<float> weights = op.getWeights();
     begin(op, "", count, {op.getLabels()}, {op.getResult()});
     gridLoop(count);
+    classWeightArray(weights);
     os << "    const int label = in0[i];\n"
-       << "    float w = 0.0f;\n";
-    for (auto [k, w] : llvm::enumerate(weights))
-      os << "    w = label == " << k << " ? " << floatLiteral(w) << " : w;\n";
-    os << "    out0[i] = w;\n  }\n}\n\n";
+       << "    out0[i] = label >= 0 && label < " << weights.size()
+       << " ? w[label] : 0.0f;\n  }\n}\n\n";
     return success();
   }
 
@@ -1376,12 +1375,17 @@ private:
        << "      rest += c == best ? 0.0f : expf(z[c] - top);\n";
   }
 
-  /// The class weights as the kernel's constant array `w`.
+  /// The class weights as the kernel's constant array `w`, and their sum,
+  /// `total` (summed in order in float, as runtime/cpu's kernel).
   void classWeightArray(ArrayRef<float> weights) {
     os << "    const float w[] = {";
-    for (auto [k, v] : llvm::enumerate(weights))
+    float total = 0.0f;
+    for (auto [k, v] : llvm::enumerate(weights)) {
       os << (k ? ", " : "") << floatLiteral(v);
-    os << "};\n";
+      total += v;
+    }
+    os << "};\n    const float total = " << floatLiteral(total)
+       << ";\n    (void)total;\n";
   }
 
   LogicalResult emitSoftmaxCrossEntropy(lru::SoftmaxCrossEntropyOp op) {
@@ -1395,10 +1399,9 @@ private:
       // (1 - s) w[label] nll + s / K (W log1p(rest) + sum_k w[k] (top -
       // z[k])), as runtime/cpu's kernel.
       classWeightArray(*weights);
-      os << "    float total = 0.0f, spread = 0.0f;\n"
-         << "    for (int64_t c = 0; c < " << classes << "; ++c) {\n"
-         << "      total += w[c];\n"
-         << "      spread += w[c] * (top - z[c]);\n    }\n"
+      os << "    float spread = 0.0f;\n"
+         << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
+         << "      spread += w[c] * (top - z[c]);\n"
          << "    out0[i] = " << floatLiteral(1 - smoothing)
          << " * w[label] * (log1pf(rest) + (top - z[label])) + "
          << floatLiteral(smoothing) << " / float(" << classes
@@ -1433,10 +1436,7 @@ private:
     if (auto weights = op.getClassWeights()) {
       // ((1 - s) w[label] (p - onehot) + s / K (W p - w)) g.
       classWeightArray(*weights);
-      os << "    float total = 0.0f;\n"
-         << "    for (int64_t c = 0; c < " << classes << "; ++c)\n"
-         << "      total += w[c];\n"
-         << "    const float share = " << floatLiteral(smoothing) << " / float("
+      os << "    const float share = " << floatLiteral(smoothing) << " / float("
          << classes << ");\n"
          << "    const float labelWeight = " << floatLiteral(1 - smoothing)
          << " * w[label];\n"

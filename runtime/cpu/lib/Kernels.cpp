@@ -1022,12 +1022,24 @@ bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
 
 } // namespace
 
+namespace {
+/// W = sum_k w[k], summed in order (the CUDA emitter folds the same sum);
+/// 0 without weights.
+float classWeightSum(const float *classWeights, int64_t classes) {
+  float total = 0.0f;
+  for (int64_t k = 0; classWeights && k < classes; ++k)
+    total += classWeights[k];
+  return total;
+}
+} // namespace
+
 bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
                          int64_t rows, int64_t classes, bool ignoreNegative,
                          float labelSmoothing, const float *classWeights,
                          float *loss, std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
+  const float total = classWeightSum(classWeights, classes);
   for (int64_t r = 0; r < rows; ++r) {
     if (labels[r] < 0) { // not scored
       loss[r] = 0.0f;
@@ -1042,11 +1054,9 @@ bool softmaxCrossEntropy(const float *logits, const int32_t *labels,
     if (classWeights) {
       // (1 - s) w[label] nll + s / K sum_k w[k] (lse - z[k]), the sum as
       // W log1p(rest) + sum_k w[k] (top - z[k]): non-negative terms.
-      float total = 0.0f, spread = 0.0f;
-      for (int64_t k = 0; k < classes; ++k) {
-        total += classWeights[k];
+      float spread = 0.0f;
+      for (int64_t k = 0; k < classes; ++k)
         spread += classWeights[k] * (stats.top - z[k]);
-      }
       loss[r] = (1.0f - labelSmoothing) * classWeights[labels[r]] * loss[r] +
                 labelSmoothing / float(classes) *
                     (total * std::log1p(stats.rest) + spread);
@@ -1068,6 +1078,7 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
                              std::string &error) {
   if (!checkLabels(labels, rows, classes, ignoreNegative, error))
     return false;
+  const float total = classWeightSum(classWeights, classes);
   for (int64_t r = 0; r < rows; ++r) {
     const float *z = logits + r * classes;
     float *d = dlogits + r * classes;
@@ -1079,9 +1090,6 @@ bool softmaxCrossEntropyGrad(const float *logits, const int32_t *labels,
     float scale = g[r] / (1 + stats.rest);
     if (classWeights) {
       // ((1 - s) w[label] (p - onehot) + s / K (W p - w)) g.
-      float total = 0.0f;
-      for (int64_t k = 0; k < classes; ++k)
-        total += classWeights[k];
       float share = labelSmoothing / float(classes);
       float label = (1.0f - labelSmoothing) * classWeights[labels[r]];
       float pScale = scale * (label + share * total);
