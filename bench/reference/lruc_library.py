@@ -1,7 +1,7 @@
 """A compiled lruc model library, called from Python through its C ABI.
 
 `lruc model.lru -o model.so` writes a library that exports `lruc_model_get`
-(runtime/include/lruc_model.h, ABI version 3). This module binds it with
+(runtime/include/lruc_model.h, ABI version 4). This module binds it with
 ctypes and NumPy so that the reference implementations can run lruc on the
 same parameters and inputs as themselves. Parameters travel as one float32
 block (the manifest gives each one's offset and shape); `unpack` and `pack`
@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _c_float_p = ctypes.POINTER(ctypes.c_float)
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
@@ -76,6 +76,9 @@ class _Model(ctypes.Structure):
         ("num_step_outputs", ctypes.c_int32),
         ("step_outputs", ctypes.POINTER(_TensorInfo)),
         ("step_reset", _StepReset), ("step", _Step),
+        # Gradient accumulation (lru-train --accumulate); not called here.
+        ("accumulate_gradients", ctypes.c_void_p),
+        ("apply_gradients", ctypes.c_void_p),
     ]
 
 
@@ -335,7 +338,7 @@ class StepStream:
 # calls run on the simulated driver of tests/cuda ($LRUC_CUDA_DRIVER,
 # $LRUC_CUBLAS and $LRUC_SIMULATED_KERNELS).
 
-GPU_ABI_VERSION = 5
+GPU_ABI_VERSION = 6
 COPY_HOST_TO_DEVICE, COPY_DEVICE_TO_HOST = 1, 2
 
 _vp = ctypes.c_void_p
@@ -364,6 +367,7 @@ class _GpuModel(ctypes.Structure):
         ("train_step", _GpuTrainStep), ("step_reset", _vp), ("step", _vp),
         ("kernel_bytes", _c_int64_p), ("status_error", _vp),
         ("activations", ctypes.c_int32),
+        ("accumulate_gradients", _vp), ("apply_gradients", _vp),
     ]
 
 

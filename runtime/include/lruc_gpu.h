@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#define LRUC_GPU_ABI_VERSION 5u
+#define LRUC_GPU_ABI_VERSION 6u
 
 /* Directions of lruc_gpu_ops.copy. */
 enum {
@@ -127,7 +127,7 @@ typedef struct lruc_gpu_model {
    * back once its work is done, reports: 0 when nothing, else nonzero with
    * the message the call would have returned in `error`. `entry` is the
    * entry point called: "forward", "forward_train", "backward",
-   * "train_step" or "step". */
+   * "train_step", "accumulate_gradients", "apply_gradients" or "step". */
   int (*status_error)(const char *entry, const void *status, char *error,
                       size_t error_size);
   /* How the kernels store the sequence-sized activations of the whole-
@@ -136,6 +136,19 @@ typedef struct lruc_gpu_model {
    * results differ from the CPU entry points' by bfloat16's rounding).
    * Step mode is fp32 either way. */
   int32_t activations;
+  /* Gradient accumulation, as lruc_model's (`grads`: device memory laid
+   * out like the parameters). */
+  int (*accumulate_gradients)(const lruc_gpu_ops *ops, void *workspace,
+                              int64_t batch, const float *params, float *state,
+                              float *grads, float scale,
+                              const void *const *inputs,
+                              const int64_t dropout_key[2],
+                              float *const *outputs, char *error,
+                              size_t error_size);
+  int (*apply_gradients)(const lruc_gpu_ops *ops, void *workspace,
+                         float *params, float *adam_m, float *adam_v,
+                         const float *grads, float lr, float step, char *error,
+                         size_t error_size);
 } lruc_gpu_model;
 
 /* NULL when the library speaks another version of this interface. */

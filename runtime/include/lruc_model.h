@@ -50,9 +50,10 @@
 extern "C" {
 #endif
 
-/* Version 3 (1 had no step mode; 2's train_step wrote only the loss).
-   Bumped on any change to the structs or entry points below. */
-#define LRUC_ABI_VERSION 3u
+/* Version 4 (1 had no step mode; 2's train_step wrote only the loss; 3 had
+   no gradient accumulation). Bumped on any change to the structs or entry
+   points below. */
+#define LRUC_ABI_VERSION 4u
 
 typedef enum lruc_dtype { LRUC_F32 = 0, LRUC_I32 = 1, LRUC_I64 = 2 } lruc_dtype;
 
@@ -161,6 +162,26 @@ typedef struct lruc_model {
   int (*step)(int64_t batch, const float *params, const float *state,
               float *carry, const void *const *inputs, float *const *outputs,
               char *error, size_t error_size);
+
+  /* Gradient accumulation: train_step in two halves, so that one update
+     can follow the gradients of several batches (micro-batches of a batch
+     too large for one call). accumulate_gradients runs forward and
+     backward in train mode like train_step, adds `scale` times each
+     gradient (of the batch's mean loss) to `grads` (laid out like the
+     parameters; zero it before the first batch), updates `state` in place
+     (the running statistics, batch by batch) and writes forward_train's
+     outputs. apply_gradients is train_step's update on `grads`: gradient
+     clipping, then AdamW on params, adam_m and adam_v in place. With
+     scale 1 and one batch the two give train_step's results. */
+  int (*accumulate_gradients)(int64_t batch, const float *params, float *state,
+                              float *grads, float scale,
+                              const void *const *inputs,
+                              const int64_t dropout_key[2],
+                              float *const *outputs, char *error,
+                              size_t error_size);
+  int (*apply_gradients)(float *params, float *adam_m, float *adam_v,
+                         const float *grads, float lr, float step, char *error,
+                         size_t error_size);
 } lruc_model;
 
 /* The model, if the library speaks `abi_version`; NULL otherwise. */

@@ -446,6 +446,119 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
               << c.name << " updated " << info.name << "[" << k << "]";
       }
 
+  // Gradient accumulation: accumulate_gradients adds half the gradients to
+  // given sums (and updates the running statistics as forward_train
+  // does); apply_gradients is AdamW on given gradients, at step 3 from
+  // given moments, its gradients kept away from 0 (where the update,
+  // about sign(g), would not be comparable). Both against the interpreter.
+  {
+    auto accumulate =
+        module->lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
+    auto apply = module->lookupSymbol<mlir::func::FuncOp>("apply_gradients");
+    ASSERT_TRUE(accumulate && apply);
+    lruc::testing::AccumulationBlocks blocks(m.param_floats);
+    auto &[sums, grads, moment1, moment2] = blocks;
+    // The interpreter's arguments: each block argument from its block.
+    auto blockArgs = [&](mlir::func::FuncOp func,
+                         const std::map<std::string, const float *> &blocks,
+                         std::vector<Tensor> inputs) {
+      std::vector<Tensor> values;
+      size_t input = 0;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        auto type =
+            mlir::cast<mlir::RankedTensorType>(func.getArgument(i).getType());
+        const float *block = nullptr;
+        std::string name;
+        for (const auto &[tag, where] : blocks)
+          if (auto attr = func.getArgAttrOfType<mlir::StringAttr>(i, tag)) {
+            block = where;
+            name = attr.str();
+          }
+        if (!block) {
+          values.push_back(inputs.at(input++));
+          continue;
+        }
+        const lruc_param_info *info = nullptr;
+        for (int p = 0; p < m.num_params + m.num_state; ++p) {
+          const lruc_param_info &candidate =
+              p < m.num_params ? m.params[p] : m.state[p - m.num_params];
+          bool isState = p >= m.num_params;
+          if (candidate.name == name && isState == (block == state.data()))
+            info = &candidate;
+        }
+        EXPECT_NE(info, nullptr) << name;
+        if (!info)
+          return values;
+        values.push_back(Tensor::real(
+            std::vector<int64_t>(type.getShape()),
+            std::vector<double>(block + info->offset,
+                                block + info->offset + info->size)));
+      }
+      return values;
+    };
+    auto scalar = [](double v) { return Tensor::real({}, {v}); };
+    std::vector<Tensor> accumulateInputs = {scalar(0.5)};
+    accumulateInputs.insert(accumulateInputs.end(), args.begin(), args.end());
+    auto expectedAccumulate =
+        lruc::interpret(accumulate,
+                        blockArgs(accumulate,
+                                  {{"lru.param", params.data()},
+                                   {"lru.state", state.data()},
+                                   {"lru.gradient", sums.data()}},
+                                  accumulateInputs),
+                        *store);
+    ASSERT_TRUE(mlir::succeeded(expectedAccumulate));
+    std::vector<float> accState = state;
+    for (auto &o : outputs)
+      std::fill(o.begin(), o.end(), NAN);
+    ASSERT_EQ(m.accumulate_gradients(kBatch, params.data(), accState.data(),
+                                     sums.data(), 0.5f, inputs.pointers.data(),
+                                     key, outputPtrs.data(), message,
+                                     sizeof message),
+              0)
+        << message;
+    for (size_t r = 0; r < outputs.size(); ++r)
+      expectClose(outputs[r].data(), (*expectedAccumulate)[r].re, 1e-4,
+                  c.name + " accumulate_gradients result " + std::to_string(r));
+    // Then the sums (params order), then the running statistics.
+    size_t r = outputs.size();
+    for (int p = 0; p < m.num_params; ++p, ++r)
+      expectClose(sums.data() + m.params[p].offset, (*expectedAccumulate)[r].re,
+                  1e-3,
+                  c.name + " accumulated gradient of " + m.params[p].name);
+    for (int s = 0; s < m.num_state; ++s, ++r)
+      expectClose(accState.data() + m.state[s].offset,
+                  (*expectedAccumulate)[r].re, 1e-4,
+                  c.name + " accumulate_gradients " + m.state[s].name);
+
+    auto expectedApply =
+        lruc::interpret(apply,
+                        blockArgs(apply,
+                                  {{"lru.param", params.data()},
+                                   {"lru.adam_m", moment1.data()},
+                                   {"lru.adam_v", moment2.data()},
+                                   {"lru.gradient", grads.data()}},
+                                  {scalar(lr), scalar(3.0)}),
+                        *store);
+    ASSERT_TRUE(mlir::succeeded(expectedApply));
+    std::vector<float> applied = params;
+    ASSERT_EQ(m.apply_gradients(applied.data(), moment1.data(), moment2.data(),
+                                grads.data(), lr, 3.0f, message,
+                                sizeof message),
+              0)
+        << message;
+    r = 0;
+    for (auto [block, what] : {std::pair{&applied, "parameter"},
+                               {&moment1, "adam_m"},
+                               {&moment2, "adam_v"}})
+      for (int p = 0; p < m.num_params; ++p, ++r)
+        expectClose(
+            block->data() + m.params[p].offset, (*expectedApply)[r].re, 1e-5,
+            c.name + " apply_gradients " + what + " " + m.params[p].name);
+  }
+  if (HasFatalFailure())
+    return;
+
   // The GPU schedule, simulated.
   std::vector<size_t> outputSizes;
   for (const auto &o : outputs)

@@ -94,6 +94,7 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
   pm.addPass(createDecomposePass());
   pm.addPass(createDeriveBackward());
   pm.addPass(createDeriveTrainStep());
+  pm.addPass(createDeriveAccumulation());
   if (mlir::failed(pm.run(*module)))
     return nullptr;
   return module;

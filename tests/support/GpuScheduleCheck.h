@@ -127,6 +127,23 @@ inline std::vector<size_t> outputSizes(const lruc_model &m, int64_t batch) {
   return sizes;
 }
 
+/// Blocks laid out like a model's parameters for checking gradient
+/// accumulation: sums to add to, and gradients (away from 0, where AdamW's
+/// first update, about sign(g), would not be comparable) and moments for
+/// an update at step 3.
+struct AccumulationBlocks {
+  std::vector<float> sums, grads, moment1, moment2;
+  explicit AccumulationBlocks(size_t floats)
+      : sums(floats), grads(floats), moment1(floats), moment2(floats) {
+    for (size_t k = 0; k < floats; ++k) {
+      sums[k] = 0.01f * std::sin(float(k));
+      grads[k] = (0.5f + 0.25f * std::sin(float(k))) * (k % 2 ? 1.0f : -1.0f);
+      moment1[k] = 0.05f * std::cos(float(k));
+      moment2[k] = 0.01f + 0.001f * std::cos(float(k));
+    }
+  }
+};
+
 /// How much looser expectGpuScheduleMatchesCpu's whole-sequence tolerances
 /// are for a library whose kernels store activations in bfloat16
 /// (lruc_gpu_model.activations): a bfloat16 store rounds by up to 2^-9 of
@@ -273,6 +290,59 @@ inline void expectGpuScheduleMatchesCpu(
              zeros.size(), 1e-3 * longer, name + " GPU adam_v");
   expectSame(memory.download(dState, state.size()).data(), cpuState.data(),
              state.size(), 1e-4 * longer, name + " GPU running statistics");
+
+  // Gradient accumulation from fresh blocks: half the gradients added to
+  // given sums (the running statistics updated), then AdamW at step 3 on
+  // given gradients and moments, the gradients away from 0.
+  {
+    AccumulationBlocks blocks(m.param_floats);
+    auto &[sums, grads, moment1, moment2] = blocks;
+    float *dSums = memory.upload(sums), *dAccParams = memory.upload(params),
+          *dAccState = memory.upload(state);
+    std::vector<float> accState = state;
+    cpuPtrs = outputsLike(cpu, gpu);
+    ASSERT_EQ(m.accumulate_gradients(batch, params.data(), accState.data(),
+                                     sums.data(), 0.5f, inputs.pointers.data(),
+                                     key, cpuPtrs.data(), message,
+                                     sizeof message),
+              0)
+        << message;
+    ASSERT_EQ(g.accumulate_gradients(&ops, workspace, batch, dAccParams,
+                                     dAccState, dSums, 0.5f, dInputs.data(),
+                                     key, gpu.data(), message, sizeof message),
+              0)
+        << message;
+    for (size_t r = 0; r < cpu.size(); ++r)
+      expectSame(memory.download(gpu[r], cpu[r].size()).data(), cpu[r].data(),
+                 cpu[r].size(), 1e-4 * longer,
+                 name + " GPU accumulate_gradients result " +
+                     std::to_string(r));
+    expectSame(memory.download(dSums, sums.size()).data(), sums.data(),
+               sums.size(), 1e-3 * longer, name + " GPU accumulated gradients");
+    expectSame(memory.download(dAccState, state.size()).data(), accState.data(),
+               state.size(), 1e-4 * longer,
+               name + " GPU accumulate_gradients running statistics");
+
+    float *dGiven = memory.upload(grads), *dM1 = memory.upload(moment1),
+          *dM2 = memory.upload(moment2);
+    std::vector<float> applied = params;
+    ASSERT_EQ(m.apply_gradients(applied.data(), moment1.data(), moment2.data(),
+                                grads.data(), 1e-3f, 3.0f, message,
+                                sizeof message),
+              0)
+        << message;
+    ASSERT_EQ(g.apply_gradients(&ops, workspace, dAccParams, dM1, dM2, dGiven,
+                                1e-3f, 3.0f, message, sizeof message),
+              0)
+        << message;
+    expectSame(memory.download(dAccParams, params.size()).data(),
+               applied.data(), params.size(), 1e-6,
+               name + " GPU apply_gradients parameters");
+    expectSame(memory.download(dM1, moment1.size()).data(), moment1.data(),
+               moment1.size(), 1e-6, name + " GPU apply_gradients adam_m");
+    expectSame(memory.download(dM2, moment2.size()).data(), moment2.data(),
+               moment2.size(), 1e-6, name + " GPU apply_gradients adam_v");
+  }
 
   // Step mode: three steps of the same inputs (tokens 1, features 0.5)
   // from a reset carry, the predictions after each and the last carry.

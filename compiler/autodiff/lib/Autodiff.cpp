@@ -243,68 +243,121 @@ AdamWConfig AdamWConfig::fromModule(ModuleOp module) {
   return config;
 }
 
-FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
-                                        const AdamWConfig &config,
-                                        StringRef name) {
+namespace {
+
+/// Appends arguments to a function ahead of its existing ones, each tagged
+/// with the block it is bound to (`lru.param = "blocks.0.lru.nu_log"`).
+class ArgumentInserter {
+public:
+  ArgumentInserter(func::FuncOp func, OpBuilder &builder)
+      : func_(func), builder_(builder) {}
+
+  Value add(Type type, StringRef tag, StringRef name) {
+    func_.insertArgument(index_, type,
+                         builder_.getDictionaryAttr(builder_.getNamedAttr(
+                             tag, builder_.getStringAttr(name))),
+                         func_.getLoc());
+    return func_.getBody().front().getArgument(index_++);
+  }
+
+  /// One argument per parameter, of its type.
+  SmallVector<Value> addEach(ArrayRef<lru::ParamOp> params, StringRef tag) {
+    SmallVector<Value> args;
+    for (lru::ParamOp param : params)
+      args.push_back(add(param.getType(), tag, param.getName()));
+    return args;
+  }
+
+private:
+  func::FuncOp func_;
+  OpBuilder &builder_;
+  unsigned index_ = 0;
+};
+
+/// A forward function differentiated for training: the clone, its running
+/// statistics and, by name, the values the forward pass updates them to.
+struct TrainingClone {
+  Differentiated d;
+  SmallVector<lru::ParamOp> state;
+  llvm::StringMap<Value> stateUpdates;
+  unsigned numOutputs = 0; ///< the loss and the predictions
+
+  /// The updated running statistics, in `state` order (a statistic the
+  /// forward pass leaves alone is returned as it came, `args[i]`).
+  SmallVector<Value> newStates(ValueRange args) {
+    SmallVector<Value> values;
+    for (auto [param, arg] : llvm::zip(state, args)) {
+      Value updated = stateUpdates.lookup(param.getName());
+      values.push_back(updated ? updated : arg);
+    }
+    return values;
+  }
+
+  /// Returns the forward's outputs then `updated`, binds the parameters
+  /// and running statistics to `params` and `states` (arguments) and
+  /// removes what is dead.
+  void finish(ValueRange params, ValueRange states, ValueRange updated) {
+    func::FuncOp func = d.func;
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    SmallVector<Value> results(ret.getOperands().take_front(numOutputs));
+    results.append(updated.begin(), updated.end());
+    for (auto [param, arg] : llvm::zip(d.params, params))
+      param.getResult().replaceAllUsesWith(arg);
+    for (auto [param, arg] : llvm::zip(state, states))
+      param.getResult().replaceAllUsesWith(arg);
+    setResults(func, results);
+    func->removeAttr("lru.state_updates");
+    OpBuilder builder(func);
+    func->setAttr("lru.params", paramNames(builder, d.params));
+    func->setAttr("lru.state", paramNames(builder, state));
+    for (lru::ParamOp param : llvm::concat<lru::ParamOp>(d.params, state))
+      param.erase();
+    eraseDeadOps(func.getBody().front());
+  }
+};
+
+FailureOr<TrainingClone> differentiateForTraining(func::FuncOp forward,
+                                                  StringRef name) {
   FailureOr<Differentiated> d = differentiate(forward, name);
   if (failed(d))
     return failure();
-  func::FuncOp step = d->func;
-  Block &body = step.getBody().front();
+  TrainingClone clone{std::move(*d)};
+  Block &body = clone.d.func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  MLIRContext *context = step.getContext();
-  OpBuilder builder(ret);
-  Location loc = step.getLoc();
-
-  // Running statistics the forward pass updated, by name.
-  llvm::StringMap<Value> stateUpdates;
   unsigned numForwardResults = ret.getNumOperands();
-  if (auto names = step->getAttrOfType<ArrayAttr>("lru.state_updates")) {
+  if (auto names =
+          clone.d.func->getAttrOfType<ArrayAttr>("lru.state_updates")) {
     unsigned first = numForwardResults - names.size();
     for (auto [i, nameAttr] : llvm::enumerate(names))
-      stateUpdates[cast<StringAttr>(nameAttr).getValue()] =
+      clone.stateUpdates[cast<StringAttr>(nameAttr).getValue()] =
           ret.getOperand(first + i);
   }
-  SmallVector<lru::ParamOp> state;
+  clone.numOutputs = numForwardResults - clone.stateUpdates.size();
   for (lru::ParamOp param : body.getOps<lru::ParamOp>())
     if (!isTrainable(param))
-      state.push_back(param);
+      clone.state.push_back(param);
+  return clone;
+}
 
-  // Parameters, moments and state become arguments, ahead of the inputs:
-  // (params, m, v, state, lr, step, inputs...).
-  auto scalar = RankedTensorType::get({}, Float32Type::get(context));
-  unsigned index = 0;
-  auto addArg = [&](Type type, StringRef kind, StringRef argName) {
-    step.insertArgument(index, type,
-                        builder.getDictionaryAttr(builder.getNamedAttr(
-                            kind, builder.getStringAttr(argName))),
-                        loc);
-    return body.getArgument(index++);
-  };
-  SmallVector<Value> params, ms, vs, states;
-  for (lru::ParamOp param : d->params)
-    params.push_back(addArg(param.getType(), "lru.param", param.getName()));
-  for (lru::ParamOp param : d->params)
-    ms.push_back(addArg(param.getType(), "lru.adam_m", param.getName()));
-  for (lru::ParamOp param : d->params)
-    vs.push_back(addArg(param.getType(), "lru.adam_v", param.getName()));
-  for (lru::ParamOp param : state)
-    states.push_back(addArg(param.getType(), "lru.state", param.getName()));
-  Value lr = addArg(scalar, "lru.input", "lr");
-  Value t = addArg(scalar, "lru.input", "step");
-  for (auto [param, arg] : llvm::zip(d->params, params))
-    param.getResult().replaceAllUsesWith(arg);
-  for (auto [param, arg] : llvm::zip(state, states))
-    param.getResult().replaceAllUsesWith(arg);
+/// The parameters, moments and gradients AdamW reads, and what it gives.
+struct AdamWValues {
+  SmallVector<Value> params, ms, vs, grads;
+};
 
-  // AdamW (Loshchilov & Hutter), decoupled weight decay; the recurrent group
-  // trains at lr * factor without decay (DESIGN.md §4).
+/// AdamW (Loshchilov & Hutter), decoupled weight decay, with the gradients
+/// clipped first to a global norm; the recurrent group trains at
+/// lr * factor without decay (DESIGN.md §4). `t` counts steps from 1.
+AdamWValues buildAdamW(OpBuilder &builder, Location loc,
+                       const AdamWConfig &config,
+                       ArrayRef<lru::ParamGroup> groups, const AdamWValues &in,
+                       Value lr, Value t) {
   lru::AdjointBuilder b(builder, loc);
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
   auto constant = [&](double v) -> Value {
     return builder.create<arith::ConstantOp>(
         loc, DenseElementsAttr::get(scalar, float(v)));
   };
-  SmallVector<Value> grads(d->grads);
+  SmallVector<Value> grads(in.grads);
   if (config.clip) {
     // Global norm clipping: g *= clip / max(|g|, clip).
     Value sumSquares;
@@ -331,10 +384,10 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
   Value correction2 = correction(config.beta2);
   // One rate for the whole recurrent group (made at its first parameter).
   Value recurrentRate;
-  SmallVector<Value> newParams, newMs, newVs;
-  for (auto [param, p, g, m, v] :
-       llvm::zip(d->params, params, grads, ms, vs)) {
-    bool recurrent = param.getGroup() == lru::ParamGroup::recurrent;
+  AdamWValues out;
+  for (auto [group, p, g, m, v] :
+       llvm::zip(groups, in.params, grads, in.ms, in.vs)) {
+    bool recurrent = group == lru::ParamGroup::recurrent;
     Value m1 = b.add(b.scale(m, config.beta1), b.scale(g, 1 - config.beta1));
     Value v1 =
         b.add(b.scale(v, config.beta2), b.scale(b.mul(g, g), 1 - config.beta2));
@@ -350,32 +403,116 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
     if (recurrent && !recurrentRate)
       recurrentRate = b.scale(lr, config.recurrentLrFactor);
     Value rate = recurrent ? recurrentRate : lr;
-    newParams.push_back(b.sub(p, b.mul(update, b.broadcast(rate, p, {}))));
-    newMs.push_back(m1);
-    newVs.push_back(v1);
+    out.params.push_back(b.sub(p, b.mul(update, b.broadcast(rate, p, {}))));
+    out.ms.push_back(m1);
+    out.vs.push_back(v1);
   }
-  SmallVector<Value> newStates;
-  for (auto [param, s] : llvm::zip(state, states)) {
-    Value updated = stateUpdates.lookup(param.getName());
-    newStates.push_back(updated ? updated : s);
-  }
+  return out;
+}
+
+SmallVector<lru::ParamGroup> groupsOf(ArrayRef<lru::ParamOp> params) {
+  SmallVector<lru::ParamGroup> groups;
+  for (lru::ParamOp param : params)
+    groups.push_back(param.getGroup());
+  return groups;
+}
+
+} // namespace
+
+FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
+                                        const AdamWConfig &config,
+                                        StringRef name) {
+  FailureOr<TrainingClone> clone = differentiateForTraining(forward, name);
+  if (failed(clone))
+    return failure();
+  func::FuncOp step = clone->d.func;
+  OpBuilder builder(step.getBody().front().getTerminator());
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+
+  // Parameters, moments and state become arguments, ahead of the inputs:
+  // (params, m, v, state, lr, step, inputs...).
+  ArgumentInserter args(step, builder);
+  AdamWValues in;
+  in.params = args.addEach(clone->d.params, "lru.param");
+  in.ms = args.addEach(clone->d.params, "lru.adam_m");
+  in.vs = args.addEach(clone->d.params, "lru.adam_v");
+  SmallVector<Value> states = args.addEach(clone->state, "lru.state");
+  Value lr = args.add(scalar, "lru.input", "lr");
+  Value t = args.add(scalar, "lru.input", "step");
+  in.grads = clone->d.grads;
+  AdamWValues out = buildAdamW(builder, step.getLoc(), config,
+                               groupsOf(clone->d.params), in, lr, t);
 
   // The loss and the predictions of this forward pass (the trainer's
   // running accuracy), then the updated blocks.
-  unsigned numOutputs = numForwardResults - stateUpdates.size();
-  SmallVector<Value> results(ret.getOperands().take_front(numOutputs));
-  results.append(newParams);
-  results.append(newMs);
-  results.append(newVs);
-  results.append(newStates);
-  setResults(step, results);
-  step->removeAttr("lru.state_updates");
-  step->setAttr("lru.params", paramNames(builder, d->params));
-  step->setAttr("lru.state", paramNames(builder, state));
-  for (lru::ParamOp param : llvm::concat<lru::ParamOp>(d->params, state))
-    param.erase();
-  eraseDeadOps(body);
+  SmallVector<Value> updated(out.params);
+  updated.append(out.ms);
+  updated.append(out.vs);
+  updated.append(clone->newStates(states));
+  clone->finish(in.params, states, updated);
   return step;
+}
+
+FailureOr<func::FuncOp> deriveAccumulateGradients(func::FuncOp forward,
+                                                  StringRef name) {
+  FailureOr<TrainingClone> clone = differentiateForTraining(forward, name);
+  if (failed(clone))
+    return failure();
+  func::FuncOp func = clone->d.func;
+  OpBuilder builder(func.getBody().front().getTerminator());
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+
+  // (params, state, gradient sums, scale, inputs...).
+  ArgumentInserter args(func, builder);
+  SmallVector<Value> params = args.addEach(clone->d.params, "lru.param");
+  SmallVector<Value> states = args.addEach(clone->state, "lru.state");
+  SmallVector<Value> sums = args.addEach(clone->d.params, "lru.gradient");
+  Value scale = args.add(scalar, "lru.input", "grad_scale");
+
+  lru::AdjointBuilder b(builder, func.getLoc());
+  SmallVector<Value> updated;
+  for (auto [sum, g] : llvm::zip(sums, clone->d.grads))
+    updated.push_back(b.add(sum, b.mul(g, b.broadcast(scale, g, {}))));
+  updated.append(clone->newStates(states));
+  clone->finish(params, states, updated);
+  return func;
+}
+
+FailureOr<func::FuncOp> deriveApplyGradients(func::FuncOp forward,
+                                             const AdamWConfig &config,
+                                             StringRef name) {
+  SmallVector<lru::ParamOp> params;
+  for (lru::ParamOp param : forward.getBody().front().getOps<lru::ParamOp>())
+    if (isTrainable(param))
+      params.push_back(param);
+  OpBuilder builder(forward);
+  builder.setInsertionPointAfter(forward);
+  Location loc = forward.getLoc();
+  auto func =
+      builder.create<func::FuncOp>(loc, name, builder.getFunctionType({}, {}));
+  builder.setInsertionPointToStart(func.addEntryBlock());
+  auto ret = builder.create<func::ReturnOp>(loc);
+  builder.setInsertionPoint(ret);
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+
+  // (params, m, v, gradients, lr, step): no batch.
+  ArgumentInserter args(func, builder);
+  AdamWValues in;
+  in.params = args.addEach(params, "lru.param");
+  in.ms = args.addEach(params, "lru.adam_m");
+  in.vs = args.addEach(params, "lru.adam_v");
+  in.grads = args.addEach(params, "lru.gradient");
+  Value lr = args.add(scalar, "lru.input", "lr");
+  Value t = args.add(scalar, "lru.input", "step");
+  AdamWValues out =
+      buildAdamW(builder, loc, config, groupsOf(params), in, lr, t);
+  SmallVector<Value> results(out.params);
+  results.append(out.ms);
+  results.append(out.vs);
+  setResults(func, results);
+  func->setAttr("lru.params", paramNames(builder, params));
+  func->setAttr("lru.state", builder.getArrayAttr({}));
+  return func;
 }
 
 } // namespace lruc

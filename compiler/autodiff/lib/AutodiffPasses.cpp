@@ -12,6 +12,7 @@
 namespace lruc {
 #define GEN_PASS_DEF_DERIVEBACKWARD
 #define GEN_PASS_DEF_DERIVETRAINSTEP
+#define GEN_PASS_DEF_DERIVEACCUMULATION
 #define GEN_PASS_DEF_STRIPSTOPGRADIENTS
 #include "lruc/AutodiffPasses.h.inc"
 } // namespace lruc
@@ -48,6 +49,21 @@ struct DeriveTrainStepPass
     if (!forwardFunc ||
         failed(lruc::deriveTrainStep(
             forwardFunc, lruc::AdamWConfig::fromModule(getOperation()), name)))
+      signalPassFailure();
+  }
+};
+
+struct DeriveAccumulationPass
+    : public lruc::impl::DeriveAccumulationBase<DeriveAccumulationPass> {
+  using DeriveAccumulationBase::DeriveAccumulationBase;
+  void runOnOperation() override {
+    func::FuncOp forwardFunc = lookupForward(getOperation(), forward);
+    // Each lands right after the forward function: the update first, so
+    // that the module reads accumulate, then apply.
+    if (!forwardFunc ||
+        failed(lruc::deriveApplyGradients(
+            forwardFunc, lruc::AdamWConfig::fromModule(getOperation()))) ||
+        failed(lruc::deriveAccumulateGradients(forwardFunc)))
       signalPassFailure();
   }
 };

@@ -1032,8 +1032,9 @@ private:
 // The library: tables and the C ABI
 //===----------------------------------------------------------------------===//
 
-constexpr StringLiteral kFunctions[] = {"forward", "forward_train", "backward",
-                                        "train_step"};
+constexpr StringLiteral kFunctions[] = {
+    "forward",    "forward_train",        "backward",
+    "train_step", "accumulate_gradients", "apply_gradients"};
 
 std::string dtypeOf(Type type) {
   std::string e = elementType(type);
@@ -1240,40 +1241,44 @@ struct Binding {
   std::vector<std::string> args, results;
 };
 
-/// Binds @train_step's tagged arguments (lru.param, lru.adam_m, lru.adam_v,
-/// lru.state, lr, step, then the model inputs) and its results (the
-/// model's `numOutputs` outputs as forward_train writes them, the loss
-/// first, then the updated params, moments and state, in argument order).
-FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout,
-                                 unsigned numOutputs) {
+/// Binds a training function's tagged arguments (lru.param, lru.adam_m,
+/// lru.adam_v, lru.state, lru.gradient: offsets into the ABI's blocks; the
+/// scalars lr, step and grad_scale; then the model inputs) and its results:
+/// the model's `numOutputs` outputs as forward_train writes them, the loss
+/// first, then the updated blocks, `updated` in order (each block's
+/// arguments in argument order).
+FailureOr<Binding> bindTraining(func::FuncOp func, const Layout &layout,
+                                unsigned numOutputs,
+                                ArrayRef<StringRef> updated) {
   Binding binding;
   unsigned input = 0;
-  std::vector<std::string> updated;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+  llvm::StringMap<std::vector<std::string>> blockArgs;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     std::string block, name;
     for (auto [tag, where] : {std::pair{"lru.param", "params"},
                               {"lru.adam_m", "adam_m"},
                               {"lru.adam_v", "adam_v"},
-                              {"lru.state", "state"}})
-      if (auto attr = step.getArgAttrOfType<StringAttr>(i, tag)) {
+                              {"lru.state", "state"},
+                              {"lru.gradient", "grads"}})
+      if (auto attr = func.getArgAttrOfType<StringAttr>(i, tag)) {
         block = where;
         name = attr.str();
       }
     if (!block.empty()) {
       const ParamSlot *slot = layout.lookup(name);
       if (!slot)
-        return step.emitError("argument for unknown parameter '")
+        return func.emitError("argument for unknown parameter '")
                << name << "'";
       std::string ptr = block + " + " + std::to_string(slot->offset);
       binding.args.push_back(ptr);
-      updated.push_back(ptr);
+      blockArgs[block].push_back(ptr);
       continue;
     }
-    std::string tag = inputTag(step, i);
-    if (tag == "lr")
-      binding.args.push_back("&lr");
-    else if (tag == "step")
-      binding.args.push_back("&step");
+    std::string tag = inputTag(func, i);
+    if (tag == "lr" || tag == "step")
+      binding.args.push_back("&" + tag);
+    else if (tag == "grad_scale")
+      binding.args.push_back("&scale");
     else if (tag == "dropout_key")
       binding.args.push_back("dropout_key");
     else
@@ -1281,9 +1286,12 @@ FailureOr<Binding> bindTrainStep(func::FuncOp step, const Layout &layout,
   }
   for (unsigned i = 0; i < numOutputs; ++i)
     binding.results.push_back("outputs[" + std::to_string(i) + "]");
-  binding.results.insert(binding.results.end(), updated.begin(), updated.end());
-  if (binding.results.size() != step.getNumResults())
-    return step.emitError("expects the model's outputs and one result per "
+  for (StringRef block : updated) {
+    const std::vector<std::string> &ptrs = blockArgs[block];
+    binding.results.insert(binding.results.end(), ptrs.begin(), ptrs.end());
+  }
+  if (binding.results.size() != func.getNumResults())
+    return func.emitError("expects the model's outputs and one result per "
                           "updated block");
   return binding;
 }
@@ -1303,7 +1311,7 @@ void emitArrays(llvm::raw_ostream &os, const Binding &binding) {
 /// bindings, on device pointers) and the kGpuModel table.
 /// The CPU entry points' bindings, which the GPU ones share.
 struct GpuBindings {
-  const Binding &forwardTrain, &backward, &trainStep;
+  const Binding &forwardTrain, &backward, &trainStep, &accumulate, &apply;
   const Binding *step;   ///< null without step mode
   uint64_t carryFloats; ///< per example
   CudaStorage storage;  ///< lruc_gpu_model.activations
@@ -1382,6 +1390,29 @@ int gpu_train_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
   });
 }
 
+int gpu_accumulate_gradients(const lruc_gpu_ops *ops, void *workspace,
+    int64_t batch, const float *params, float *state, float *grads,
+    float scale, const void *const *inputs, const int64_t dropout_key[2],
+    float *const *outputs, char *error, size_t error_size) {
+)cpp";
+  emitArrays(os, bindings.accumulate);
+  os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return run(accumulate_gradients_schedule, kGpuKernels, ops, workspace,
+               batch, params, state, args, results, message);
+  });
+}
+
+int gpu_apply_gradients(const lruc_gpu_ops *ops, void *workspace,
+    float *params, float *adam_m, float *adam_v, const float *grads,
+    float lr, float step, char *error, size_t error_size) {
+)cpp";
+  emitArrays(os, bindings.apply);
+  os << R"cpp(  return guarded(error, error_size, [&](std::string &message) {
+    return run(apply_gradients_schedule, kGpuKernels, ops, workspace, 1,
+               params, nullptr, args, results, message);
+  });
+}
+
 )cpp";
   if (bindings.step) {
     os << R"cpp(int gpu_step_reset(const lruc_gpu_ops *ops, int64_t batch, float *carry,
@@ -1426,7 +1457,7 @@ int gpu_step(const lruc_gpu_ops *ops, void *workspace, int64_t batch,
      << ",\n  kGpuKernelBytes, gpu_status_error, "
      << (bindings.storage == CudaStorage::Bf16 ? "LRUC_GPU_BF16"
                                                : "LRUC_GPU_F32")
-     << ",\n};\n\n";
+     << ",\n  gpu_accumulate_gradients, gpu_apply_gradients,\n};\n\n";
   return success();
 }
 
@@ -1738,7 +1769,8 @@ int forward(int64_t batch, const float *params, const float *state,
   }
   // train_step: in place.
   FailureOr<Binding> binding =
-      bindTrainStep(step, layout, forward.getNumResults());
+      bindTraining(step, layout, forward.getNumResults(),
+                   {"params", "adam_m", "adam_v", "state"});
   if (failed(binding))
     return failure();
   {
@@ -1752,6 +1784,31 @@ int forward(int64_t batch, const float *params, const float *state,
           "results, "
           "message);\n  });\n}\n\n";
   }
+  // Gradient accumulation, the train step in two halves: the sums and the
+  // running statistics in place, then the update in place.
+  FailureOr<Binding> accumulateBinding =
+      bindTraining(funcs["accumulate_gradients"], layout,
+                   forward.getNumResults(), {"grads", "state"});
+  FailureOr<Binding> applyBinding = bindTraining(
+      funcs["apply_gradients"], layout, 0, {"params", "adam_m", "adam_v"});
+  if (failed(accumulateBinding) || failed(applyBinding))
+    return failure();
+  os << "int accumulate_gradients(int64_t batch, const float *params, float "
+        "*state,\n    float *grads, float scale, const void *const *inputs,\n"
+        "    const int64_t dropout_key[2], float *const *outputs, char "
+        "*error,\n    size_t error_size) {\n";
+  emitArrays(os, *accumulateBinding);
+  os << "  return guarded(error, error_size, [&](std::string &message) {\n"
+        "    return lruc_library::run_accumulate_gradients(batch, params, "
+        "state, args,\n        results, message);\n  });\n}\n\n";
+  os << "int apply_gradients(float *params, float *adam_m, float *adam_v,\n"
+        "    const float *grads, float lr, float step, char *error, size_t "
+        "error_size) {\n";
+  emitArrays(os, *applyBinding);
+  // No batch: every operand is parameter-sized.
+  os << "  return guarded(error, error_size, [&](std::string &message) {\n"
+        "    return lruc_library::run_apply_gradients(1, params, nullptr, "
+        "args, results,\n        message);\n  });\n}\n\n";
 
   // Step mode: the carries at their offsets, updated in place.
   std::optional<Binding> stepBinding;
@@ -1802,11 +1859,12 @@ int forward(int64_t batch, const float *params, const float *state,
   if (stepLayout)
     os << "nullptr, " << stepLayout->floats << ", " << stepLayout->inputs.size()
        << ", kStepInputs, " << stepLayout->outputs.size()
-       << ", kStepOutputs, step_reset, step,\n};\n\n";
+       << ", kStepOutputs, step_reset, step,\n";
   else
     os << quoted(unavailable.empty() ? "the model has no step mode"
                                      : unavailable)
-       << ", 0, 0, nullptr, 0, nullptr, nullptr, nullptr,\n};\n\n";
+       << ", 0, 0, nullptr, 0, nullptr, nullptr, nullptr,\n";
+  os << "  accumulate_gradients, apply_gradients,\n};\n\n";
   const auto &profiled = functions.profiledOps();
   if (options.profile) {
     os << "constexpr int kProfiledOps = " << profiled.size() << ";\n"
@@ -1869,6 +1927,8 @@ extern "C" __attribute__((visibility("default"))) void lruc_profile_reset() {
   GpuBindings bindings{trainBinding,
                        backwardBinding,
                        *binding,
+                       *accumulateBinding,
+                       *applyBinding,
                        stepBinding ? &*stepBinding : nullptr,
                        stepLayout ? stepLayout->floats : 0,
                        options.cuda.storage};

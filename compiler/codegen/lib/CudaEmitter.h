@@ -55,8 +55,10 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 constexpr int64_t kScanOtherSharedBytes = 5 * 1024;
 
 /// The functions with CUDA kernels, in the order of the source.
-constexpr const char *kCudaFunctions[] = {"forward", "forward_train",
-                                          "backward", "train_step", "step"};
+constexpr const char *kCudaFunctions[] = {
+    "forward",    "forward_train",        "backward",
+    "train_step", "accumulate_gradients", "apply_gradients",
+    "step"};
 
 /// One launch of a function's schedule: a kernel, or a GEMM (cuBLAS).
 struct CudaLaunch {

@@ -38,8 +38,8 @@ namespace {
 /// Function arguments the caller passes in host memory.
 bool isHostArgument(func::FuncOp func, unsigned i) {
   auto name = func.getArgAttrOfType<StringAttr>(i, "lru.input");
-  return name && (name.getValue() == "lr" || name.getValue() == "step" ||
-                  name.getValue() == "dropout_key");
+  return name && llvm::is_contained({"lr", "step", "grad_scale", "dropout_key"},
+                                    name.getValue());
 }
 
 } // namespace

@@ -245,7 +245,7 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
   if (auto train = module->getAttrOfType<mlir::DictionaryAttr>("lru.train"))
     if (auto b = train.getAs<mlir::IntegerAttr>("batch"))
       batch = b.getInt();
-  os << "function        ops  fused  buffers  slots  matmul MFLOP (B = "
+  os << "function              ops  fused  buffers  slots  matmul MFLOP (B = "
         "batch)  workspace (B = batch)";
   if (batch)
     os << "  at B = " << batch
@@ -277,7 +277,7 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
     }
     lruc::MemoryPlan plan = lruc::planMemory(func);
     os << llvm::formatv(
-        "@{0,-14} {1,4} {2,6} {3,8} {4,6}  {5,8:F1} B + {6,-8:F1}  "
+        "@{0,-20} {1,4} {2,6} {3,8} {4,6}  {5,8:F1} B + {6,-8:F1}  "
         "{7} B + {8}",
         func.getSymName(), ops, groups, plan.slotOf.size(), plan.slots.size(),
         flopsPerExample / 1e6, flopsFixed / 1e6,
@@ -374,6 +374,7 @@ int main(int argc, char **argv) {
     if (fused || emitStage == Stage::Grad) {
       pm.addPass(lruc::createDeriveBackward());
       pm.addPass(lruc::createDeriveTrainStep());
+      pm.addPass(lruc::createDeriveAccumulation());
     }
     if (planned || (printStats && recompute != lruc::Recompute::None))
       lruc::buildCpuPipeline(pm, recompute);

@@ -185,8 +185,9 @@ void GpuModel::reserve(int64_t batch) {
   const size_t paramBytes = m.paramFloats * sizeof(float);
   const size_t stateBytes = m.stateFloats * sizeof(float);
   const size_t paramsAt = carve(paramBytes), adamMAt = carve(paramBytes),
-               adamVAt = carve(paramBytes), evalParamsAt = carve(paramBytes),
-               stateAt = carve(stateBytes), evalStateAt = carve(stateBytes);
+               adamVAt = carve(paramBytes), gradsAt = carve(paramBytes),
+               evalParamsAt = carve(paramBytes), stateAt = carve(stateBytes),
+               evalStateAt = carve(stateBytes);
   std::vector<size_t> inputsAt, outputsAt, stepOutputsAt;
   for (const TensorInfo &input : m.inputs)
     inputsAt.push_back(carve(inputBytes(input, batch)));
@@ -214,6 +215,7 @@ void GpuModel::reserve(int64_t batch) {
   params_ = floats(paramsAt);
   adamM_ = floats(adamMAt);
   adamV_ = floats(adamVAt);
+  grads_ = floats(gradsAt);
   evalParams_ = floats(evalParamsAt);
   state_ = floats(stateAt);
   evalState_ = floats(evalStateAt);
@@ -390,6 +392,35 @@ void GpuModel::finishTrainStep(float *const *outputs) {
   for (size_t o = 0; o < m.outputs.size(); ++o)
     std::memcpy(outputs[o], slot.host + trainStaging_.outputAt[o],
                 outputElements(m.outputs[o], slot.batch) * sizeof(float));
+}
+
+void GpuModel::accumulateGradients(int64_t batch, float scale, bool first,
+                                   const void *const *inputs,
+                                   const int64_t dropoutKey[2],
+                                   float *const *outputs) {
+  checkBatch(batch, "accumulate_gradients");
+  if (queued_ != 0)
+    fail("accumulate_gradients", "train steps are queued (finish them first)");
+  const Manifest &m = library_.manifest();
+  if (first) {
+    gradZeros_.assign(m.paramFloats, 0.0f);
+    copy(grads_, gradZeros_.data(), m.paramFloats * sizeof(float),
+         LRUC_COPY_HOST_TO_DEVICE, "accumulate_gradients");
+  }
+  const void *const *deviceInputs = uploadInputs(batch, inputs);
+  char message[512] = "";
+  if (gpu_.accumulate_gradients(device_->ops(), workspace_, batch, params_,
+                                state_, grads_, scale, deviceInputs, dropoutKey,
+                                outputs_.data(), message, sizeof message))
+    fail("accumulate_gradients", message);
+  downloadOutputs(batch, outputs);
+}
+
+void GpuModel::applyGradients(float lr, int64_t step) {
+  char message[512] = "";
+  if (gpu_.apply_gradients(device_->ops(), workspace_, params_, adamM_, adamV_,
+                           grads_, lr, float(step), message, sizeof message))
+    fail("apply_gradients", message);
 }
 
 void GpuModel::evaluateTrainingBlocks() {

@@ -419,4 +419,25 @@ void ModelLibrary::trainStep(int64_t batch, float *params, float *adamM,
     fail("train_step", message.data());
 }
 
+void ModelLibrary::accumulateGradients(int64_t batch, const float *params,
+                                       float *state, float *grads, float scale,
+                                       const void *const *inputs,
+                                       const int64_t dropoutKey[2],
+                                       float *const *outputs) const {
+  Message message{};
+  if (model_->accumulate_gradients(batch, params, state, grads, scale, inputs,
+                                   dropoutKey, outputs, message.data(),
+                                   message.size()))
+    fail("accumulate_gradients", message.data());
+}
+
+void ModelLibrary::applyGradients(float *params, float *adamM, float *adamV,
+                                  const float *grads, float lr,
+                                  int64_t step) const {
+  Message message{};
+  if (model_->apply_gradients(params, adamM, adamV, grads, lr, float(step),
+                              message.data(), message.size()))
+    fail("apply_gradients", message.data());
+}
+
 } // namespace lruc::host

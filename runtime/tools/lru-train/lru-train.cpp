@@ -90,7 +90,8 @@ struct Flags {
   std::optional<std::string> data, out, task, schedule, initFrom;
   tools::DeviceFlags devices;
   std::optional<int64_t> batch, steps, epochs, seed, dropoutSeed, evalEvery,
-      evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter, patience;
+      evalBatch, threads, maxTrain, maxEval, logEvery, stopAfter, patience,
+      accumulate;
   std::optional<double> lr, warmup, floor, valFraction;
   bool resume = false;
 };
@@ -104,6 +105,10 @@ Flags parseFlags(int argc, char **argv) {
   cl.flag("task", &f.task, "NAME",
           "the task (default: the model file's `data`)");
   cl.flag("batch", &f.batch, "N", "examples per step");
+  cl.flag("accumulate", &f.accumulate, "N",
+          "split each step's batch into N micro-batches and sum their "
+          "gradients before the update (the memory of a batch N times "
+          "smaller; BatchNorm's statistics are each micro-batch's)");
   cl.flag("steps", &f.steps, "N", "optimizer steps in all");
   cl.flag("epochs", &f.epochs, "N",
           "passes over the training set (instead of --steps)");
@@ -169,7 +174,8 @@ Flags parseFlags(int argc, char **argv) {
                              {&f.maxEval, "max-eval"},
                              {&f.logEvery, "log-every"},
                              {&f.stopAfter, "stop-after"},
-                             {&f.patience, "patience"}})
+                             {&f.patience, "patience"},
+                             {&f.accumulate, "accumulate"}})
     if (*value && **value <= 0)
       throw UsageError(
           fmt::format("--{} must be positive, not {}", name, **value));
@@ -216,6 +222,10 @@ struct RunSettings {
   double valFraction = 0.1;
   std::optional<int64_t> maxTrain, maxEval;
   std::optional<int64_t> patience; ///< evaluations without a better one
+  /// Micro-batches a step (--accumulate): their gradients summed, then one
+  /// update. Not fixed: a resumed run may split its steps otherwise.
+  int64_t accumulate = 1;
+  int64_t microBatch() const { return batch / accumulate; }
 
   json fixed() const {
     return {{"task", task},
@@ -239,6 +249,7 @@ struct RunSettings {
     j["eval_batch"] = evalBatch;
     j["max_eval"] = maxEval ? json(*maxEval) : json(nullptr);
     j["patience"] = patience ? json(*patience) : json(nullptr);
+    j["accumulate"] = accumulate;
     return j;
   }
 };
@@ -379,24 +390,35 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
     s.totalSteps = base.epochs.value_or(1) * s.stepsPerEpoch;
   s.evalEvery = f.evalEvery.value_or(base.evalEvery > 0 ? base.evalEvery
                                                         : s.stepsPerEpoch);
-  s.evalBatch = f.evalBatch.value_or(s.batch);
+  s.accumulate = f.accumulate.value_or(1);
   s.patience = f.patience;
-  if (!stored)
-    return;
-  int64_t examples = s.trainExamples;
-  stored->adopt("train_examples", examples, false, "data");
-  if (examples != s.trainExamples)
-    throw HostError(fmt::format(
-        "{}: the run trained on {} examples; the data now gives {} (another "
-        "--data?)",
-        checkpoint, examples, s.trainExamples));
-  stored->adopt("total_steps", s.totalSteps, f.steps || f.epochs,
-                f.steps ? "steps" : "epochs");
-  if (!f.evalEvery)
-    stored->adopt("eval_every", s.evalEvery, false, "eval-every");
-  if (!f.patience)
-    stored->adopt("patience", s.patience, false, "patience");
-  if (!f.evalBatch)
+  if (stored) {
+    int64_t examples = s.trainExamples;
+    stored->adopt("train_examples", examples, false, "data");
+    if (examples != s.trainExamples)
+      throw HostError(fmt::format(
+          "{}: the run trained on {} examples; the data now gives {} (another "
+          "--data?)",
+          checkpoint, examples, s.trainExamples));
+    stored->adopt("total_steps", s.totalSteps, f.steps || f.epochs,
+                  f.steps ? "steps" : "epochs");
+    if (!f.evalEvery)
+      stored->adopt("eval_every", s.evalEvery, false, "eval-every");
+    if (!f.patience)
+      stored->adopt("patience", s.patience, false, "patience");
+    if (!f.accumulate)
+      stored->adopt("accumulate", s.accumulate, false, "accumulate");
+  }
+  if (s.batch % s.accumulate != 0)
+    throw UsageError(fmt::format(
+        "--accumulate {}: a batch of {} examples{} does not split into {} "
+        "equal micro-batches",
+        s.accumulate, s.batch,
+        s.batch == s.trainExamples ? " (the whole training set)" : "",
+        s.accumulate));
+  // Evaluation needs no more memory than a micro-batch's training.
+  s.evalBatch = f.evalBatch.value_or(s.microBatch());
+  if (stored && !f.evalBatch)
     stored->adopt("eval_batch", s.evalBatch, false, "eval-batch");
 }
 
@@ -496,6 +518,60 @@ public:
       gpu_->upload(current_);
   }
 
+  /// One step of `settings_.accumulate` micro-batches of the batch
+  /// `inputs` (bindInputs): each one's gradients (of its mean loss) summed
+  /// with weight 1 / accumulate, its running statistics updated in turn,
+  /// then one update. `outputs` (the whole batch's) get the mean of the
+  /// micro-batches' losses and each one's predictions in its rows.
+  /// Micro-batch k of step t draws its dropout masks under the key
+  /// (t - 1) * accumulate + k + 1: one micro-batch a step is train_step's t.
+  void accumulatedStep(int64_t step, double lr,
+                       const std::vector<const void *> &inputs,
+                       float *const *outputs) {
+    const int64_t count = settings_.accumulate;
+    const int64_t micro = settings_.microBatch();
+    const float scale = 1.0f / float(count);
+    if (!gpu_)
+      gradSums_.assign(manifest_.paramFloats, 0.0f);
+    double lossSum = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t dropoutKey[2] = {int64_t(settings_.dropoutSeed),
+                                     (step - 1) * count + k + 1};
+      // Micro-batch k: rows [k * micro, (k + 1) * micro) of each array.
+      std::vector<const void *> part;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const TensorInfo &info = manifest_.inputs[i];
+        size_t rowBytes = dtypeSize(info.dtype);
+        for (size_t d = 1; d < info.shape.size(); ++d)
+          rowBytes *= size_t(info.shape[d]);
+        part.push_back(static_cast<const char *>(inputs[i]) +
+                       size_t(k * micro) * rowBytes);
+      }
+      float loss = NAN;
+      std::vector<float *> partOutputs = {&loss};
+      for (size_t o = 1; o < manifest_.outputs.size(); ++o)
+        partOutputs.push_back(outputs[o] +
+                              size_t(k * micro) *
+                                  outputElements(manifest_.outputs[o], 1));
+      if (gpu_)
+        gpu_->accumulateGradients(micro, scale, k == 0, part.data(), dropoutKey,
+                                  partOutputs.data());
+      else
+        library_.accumulateGradients(micro, current_.params.data(),
+                                     current_.state.data(), gradSums_.data(),
+                                     scale, part.data(), dropoutKey,
+                                     partOutputs.data());
+      lossSum += loss;
+    }
+    if (gpu_)
+      gpu_->applyGradients(float(lr), step);
+    else
+      library_.applyGradients(current_.params.data(), current_.adamM.data(),
+                              current_.adamV.data(), gradSums_.data(),
+                              float(lr), step);
+    outputs[0][0] = float(lossSum / double(count));
+  }
+
   /// Trains to the end, or to --stop-after, a signal or a non-finite loss;
   /// returns the exit status.
   int run(std::optional<int64_t> stopAfter, int64_t logEvery) {
@@ -541,7 +617,9 @@ public:
           Started{step, epoch, lr, data::Batch{}, OutputBuffers(manifest_)});
       data::gather(train_, order.data() + first, size_t(s.batch), next.batch);
       std::vector<const void *> inputs = bindInputs(manifest_, next.batch);
-      if (gpu_)
+      if (s.accumulate > 1)
+        accumulatedStep(step, lr, inputs, next.outputs.resize(s.batch));
+      else if (gpu_)
         gpu_->queueTrainStep(s.batch, float(lr), step, inputs.data(),
                              dropoutKey);
       else
@@ -551,6 +629,9 @@ public:
                            inputs.data(), dropoutKey,
                            next.outputs.resize(s.batch));
     };
+    // Steps queued on the GPU, their results read later; an accumulated
+    // step is done when it returns.
+    const bool queues = gpu_ && s.accumulate == 1;
     auto evaluatesOrStops = [&](int64_t step) {
       return step % s.evalEvery == 0 || step == s.totalSteps ||
              (stopAfter && step == *stopAfter);
@@ -560,13 +641,13 @@ public:
       if (started.empty())
         start(current_.step + 1);
       const int64_t step = started.front().step;
-      if (gpu_ && started.size() == 1 && !evaluatesOrStops(step) &&
+      if (queues && started.size() == 1 && !evaluatesOrStops(step) &&
           !gStopRequested)
         start(step + 1);
       Started done = std::move(started.front());
       started.pop_front();
       float *const *outputPointers = done.outputs.resize(s.batch);
-      if (gpu_)
+      if (queues)
         gpu_->finishTrainStep(outputPointers);
       const auto now = std::chrono::steady_clock::now();
       const double seconds =
@@ -776,6 +857,7 @@ private:
   const int threads_;
   KernelThreads kernelThreads_;
   GpuModel *gpu_; ///< null: the CPU
+  std::vector<float> gradSums_; ///< accumulated steps on the CPU
 
   Checkpoint current_; ///< on a GPU, as of the last save
   double bestAccuracy_ = -1;
@@ -888,7 +970,7 @@ int trainMain(int argc, char **argv) {
 
   // Device memory before anything is written: too little is an error.
   if (gpu)
-    gpu->reserve(std::max(s.batch, s.evalBatch));
+    gpu->reserve(std::max(s.microBatch(), s.evalBatch));
 
   fs::create_directories(out, ec);
   if (ec)
@@ -922,16 +1004,20 @@ int trainMain(int argc, char **argv) {
     config["matmul"] = f.devices.matmul.value_or("fp32");
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
 
-  std::fprintf(stderr,
-               "%s: %s on %s: %s, train %zu, val %zu (%s)\n"
-               "%s: %lld steps (%lld per epoch) of batch %lld, lr %g (%s), "
-               "eval every %lld steps, output in %s\n",
-               kTool, manifest.model.c_str(), device.c_str(), s.task.c_str(),
-               train.size(), val.size(), data.validationSource().c_str(), kTool,
-               (long long)s.totalSteps, (long long)s.stepsPerEpoch,
-               (long long)s.batch, s.schedule.peak,
-               std::string(scheduleName(s.schedule.kind)).c_str(),
-               (long long)s.evalEvery, out.string().c_str());
+  std::fprintf(
+      stderr,
+      "%s: %s on %s: %s, train %zu, val %zu (%s)\n"
+      "%s: %lld steps (%lld per epoch) of batch %lld%s, lr %g (%s), "
+      "eval every %lld steps, output in %s\n",
+      kTool, manifest.model.c_str(), device.c_str(), s.task.c_str(),
+      train.size(), val.size(), data.validationSource().c_str(), kTool,
+      (long long)s.totalSteps, (long long)s.stepsPerEpoch, (long long)s.batch,
+      s.accumulate > 1 ? fmt::format(" ({} micro-batches of {})", s.accumulate,
+                                     s.microBatch())
+                             .c_str()
+                       : "",
+      s.schedule.peak, std::string(scheduleName(s.schedule.kind)).c_str(),
+      (long long)s.evalEvery, out.string().c_str());
   if (resumed)
     std::fprintf(stderr, "%s: resuming at step %lld from %s\n", kTool,
                  (long long)trainer.step(), lastPath.string().c_str());

@@ -49,6 +49,19 @@ mlir::FailureOr<mlir::func::FuncOp>
 deriveTrainStep(mlir::func::FuncOp forward, const AdamWConfig &config,
                 llvm::StringRef name = "train_step");
 
+/// Gradient accumulation, a train step in two halves (docs/autodiff.md):
+/// `@accumulate_gradients` runs forward and backward in train mode and
+/// adds `grad_scale` times each gradient to a sum (`lru.gradient`
+/// arguments), returning the forward's outputs, the sums and the updated
+/// running statistics; `@apply_gradients` is the train step's AdamW update
+/// (clipping included) on given gradients.
+mlir::FailureOr<mlir::func::FuncOp>
+deriveAccumulateGradients(mlir::func::FuncOp forward,
+                          llvm::StringRef name = "accumulate_gradients");
+mlir::FailureOr<mlir::func::FuncOp>
+deriveApplyGradients(mlir::func::FuncOp forward, const AdamWConfig &config,
+                     llvm::StringRef name = "apply_gradients");
+
 } // namespace lruc
 
 #endif // LRUC_AUTODIFF_H

@@ -41,6 +41,25 @@ def DeriveTrainStep : Pass<"lru-derive-train-step", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def DeriveAccumulation : Pass<"lru-derive-accumulation", "mlir::ModuleOp"> {
+  let summary = "Derive @accumulate_gradients and @apply_gradients: a train "
+                "step in two halves, for gradient accumulation";
+  let description = [{
+    `@accumulate_gradients` (params, state, gradient sums, grad_scale,
+    inputs...) runs the forward function and its backward pass and returns
+    the forward's outputs, each sum plus grad_scale times its gradient, and
+    the updated running statistics. `@apply_gradients` (params, m, v,
+    gradients, lr, step) returns the parameters and moments after the
+    AdamW update `@train_step` makes, gradient clipping included. Optimizer
+    settings come from the module's `lru.train` attribute.
+  }];
+  let options = [
+    Option<"forward", "forward", "std::string", "\"forward_train\"",
+           "the function to differentiate">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def StripStopGradients : Pass<"lru-strip-stop-gradients", "mlir::ModuleOp"> {
   let summary = "Replace each lru.stop_gradient by its operand";
   let description = [{

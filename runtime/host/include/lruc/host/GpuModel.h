@@ -110,6 +110,17 @@ public:
                       const void *const *inputs, const int64_t dropoutKey[2]);
   void finishTrainStep(float *const *outputs);
 
+  /// Gradient accumulation on the training blocks (lruc_model.h), each call
+  /// waiting for its results (no train step may be queued):
+  /// `accumulateGradients` adds `scale` times a batch's gradients to the
+  /// device's gradient sums (zeroed first when `first`), updates the
+  /// running statistics and writes host `outputs`; `applyGradients` is the
+  /// AdamW update from the sums.
+  void accumulateGradients(int64_t batch, float scale, bool first,
+                           const void *const *inputs,
+                           const int64_t dropoutKey[2], float *const *outputs);
+  void applyGradients(float lr, int64_t step);
+
   /// What `forward` evaluates: the training blocks as they are now, or
   /// another checkpoint's parameters and statistics.
   void evaluateTrainingBlocks();
@@ -167,7 +178,9 @@ private:
   int64_t reservedBatch_ = 0;
   // Views into the pool.
   float *params_ = nullptr, *adamM_ = nullptr, *adamV_ = nullptr,
-        *state_ = nullptr, *evalParams_ = nullptr, *evalState_ = nullptr;
+        *grads_ = nullptr, *state_ = nullptr, *evalParams_ = nullptr,
+        *evalState_ = nullptr;
+  std::vector<float> gradZeros_; ///< what zeroes grads_
   void *workspace_ = nullptr;
   std::vector<void *> inputs_;
   std::vector<float *> outputs_;

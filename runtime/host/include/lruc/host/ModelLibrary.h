@@ -143,6 +143,15 @@ public:
                  float *state, float lr, int64_t step,
                  const void *const *inputs, const int64_t dropoutKey[2],
                  float *const *outputs) const;
+  /// Gradient accumulation (lruc_model.h): `grads` += scale x the batch's
+  /// gradients, `state` updated and `outputs` written as by trainStep; then
+  /// one AdamW update from `grads`.
+  void accumulateGradients(int64_t batch, const float *params, float *state,
+                           float *grads, float scale, const void *const *inputs,
+                           const int64_t dropoutKey[2],
+                           float *const *outputs) const;
+  void applyGradients(float *params, float *adamM, float *adamV,
+                      const float *grads, float lr, int64_t step) const;
   /// Step mode; both throw HostError (with the library's reason) when the
   /// model has none.
   void stepReset(int64_t batch, float *carry) const;
