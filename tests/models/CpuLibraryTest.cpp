@@ -234,8 +234,10 @@ void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
 }
 
 /// Builds the library of `module` (a copy through the backend's passes,
-/// as `lruc --recompute=states -o` does: recomputation only adds copies of
-/// ops the default pipeline has, so this covers its ops too) with its
+/// every LRU's states recomputed: Recompute::AllStates, which `lruc
+/// --recompute=states` is where it shrinks the workspace; recomputation
+/// only adds copies of ops the default pipeline has, so this covers its
+/// ops too) with its
 /// CUDA kernels embedded, as `lruc -o` builds it, and loads it into `lib`;
 /// `libPath` is where it was (its directory is gone, the mapping stays).
 void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
@@ -244,7 +246,7 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
                   const lruc::CudaOptions &cudaOptions = {}) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered = module.clone();
   mlir::PassManager pm(&context);
-  lruc::buildCpuPipeline(pm, lruc::Recompute::States);
+  lruc::buildCpuPipeline(pm, lruc::Recompute::AllStates);
   ASSERT_TRUE(mlir::succeeded(pm.run(*lowered))) << errors;
   lruc::CppOptions options;
   options.embedCuda = true;

@@ -1964,7 +1964,9 @@ void buildFusionPipeline(OpPassManager &pm, Recompute recompute) {
   pm.addNestedPass<func::FuncOp>(createRematerializePass());
   if (recompute != Recompute::None) {
     RecomputePassOptions options;
-    options.states = recompute == Recompute::States;
+    options.states =
+        recompute == Recompute::States || recompute == Recompute::AllStates;
+    options.statesWhereSmaller = recompute == Recompute::States;
     pm.addNestedPass<func::FuncOp>(createRecomputePass(options));
   }
   pm.addNestedPass<func::FuncOp>(createFuseMultiTensorPass());

@@ -1,4 +1,8 @@
-// RUN: lruc-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(lru-recompute{min-gap=4 states=true}))' | FileCheck %s
+// RUN: lruc-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(lru-recompute{min-gap=4 states=true states-where-smaller=false}))' | FileCheck %s
+// These functions hold one LRU each: its states are alive at the backward
+// part's peak either way, so recomputing them only where the workspace
+// shrinks (the default) keeps them, as without `states`.
+// RUN: lruc-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(lru-recompute{min-gap=4 states=true}))' | FileCheck %s --check-prefix=KEEP
 // RUN: lruc-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(lru-recompute{min-gap=4}))' | FileCheck %s --check-prefix=KEEP
 
 // The LRU's states %x are read by the forward pass's C product and, after

@@ -26,7 +26,11 @@ namespace lruc {
 enum class Recompute {
   None,        ///< keep every value the backward pass reads
   Elementwise, ///< elementwise values: a smaller workspace for a little work
-  States,      ///< also scans' states: one more matmul and scan per LRU
+  States,      ///< also scans' states where that shrinks the workspace: one
+               ///< more matmul and scan per LRU
+  /// Every scan's states, even where the workspace grows (a model of one
+  /// layer): what the tests use to check every copy.
+  AllStates,
 };
 
 /// Adds the fusion passes for primitive IR (with @backward and

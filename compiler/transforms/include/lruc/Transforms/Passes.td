@@ -158,13 +158,20 @@ def RecomputePass : Pass<"lru-recompute", "mlir::func::FuncOp"> {
     (`B u`, gone by then) is computed again from its operands first, one
     copy for the two scans of a bidirectional LRU. It costs one more
     matmul and scan per LRU and saves the states' buffer, the largest a
-    layer keeps.
+    layer keeps. With `states-where-smaller` (the default), only where that
+    shrinks the function's workspace (the memory plan's, tried on copies
+    of the function): none when recomputing all of them does not (a model
+    of one LRU layer, whose states are alive at the backward pass's peak
+    anyway), else all but those that can be kept without growing it.
   }];
   let options = [
     Option<"minGap", "min-gap", "unsigned", /*default=*/"16",
            "Fewest ops between the early and the late reads">,
     Option<"states", "states", "bool", /*default=*/"false",
            "Also recompute scans' states (and their input products)">,
+    Option<"statesWhereSmaller", "states-where-smaller", "bool",
+           /*default=*/"true",
+           "Recompute states only where the workspace shrinks">,
   ];
 }
 
