@@ -351,6 +351,8 @@ DictionaryAttr ModelGen::trainAttr(const ast::Train &t) {
     attrs.push_back(builder_.getNamedAttr(key, builder_.getStringAttr(v)));
   };
   i64("batch", t.batch);
+  if (t.accumulate > 1)
+    i64("accumulate", t.accumulate);
   if (t.steps)
     i64("steps", *t.steps);
   if (t.epochs)

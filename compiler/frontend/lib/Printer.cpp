@@ -67,6 +67,8 @@ std::string layerText(const ast::LayerKind &kind) {
 void printTrain(const ast::Train &t, std::ostream &os) {
   fmt::print(os, "train {}\n", at(t.loc));
   fmt::print(os, "  batch {}\n", t.batch);
+  if (t.accumulate > 1)
+    fmt::print(os, "  accumulate {}\n", t.accumulate);
   if (t.steps)
     fmt::print(os, "  steps {}\n", *t.steps);
   if (t.epochs)

@@ -1018,9 +1018,9 @@ void Sema::train(const Stmt &s) {
   bool dropoutSeedSet = false;
   ast::Loc stepsLoc, epochsLoc;
   static const std::vector<std::string_view> settings = {
-      "batch",    "steps",       "epochs",       "adamw",
-      "recurrent_lr_factor",     "schedule",     "clip",
-      "seed",     "dropout_seed", "eval_every",  "data"};
+      "batch", "accumulate",          "steps",      "epochs",
+      "adamw", "recurrent_lr_factor", "schedule",   "clip",
+      "seed",  "dropout_seed",        "eval_every", "data"};
   for (const Stmt &inner : s.body) {
     if (diags_.tooManyErrors())
       return;
@@ -1061,6 +1061,10 @@ void Sema::train(const Stmt &s) {
     if (name == "batch") {
       if (auto v = integer(*value, "batch", 1, kMaxLength))
         t.batch = *v;
+    } else if (name == "accumulate") {
+      t.accumulateLoc = word->loc;
+      if (auto v = integer(*value, "accumulate", 1, kMaxLength))
+        t.accumulate = *v;
     } else if (name == "steps") {
       stepsLoc = word->loc;
       t.steps = integer(*value, "steps", 1, kMaxCount);
@@ -1123,6 +1127,11 @@ void Sema::train(const Stmt &s) {
              diags_.errorCount() == errorsBefore) {
     diags_.error(t.loc, "train needs a length: add 'steps N' or 'epochs N'");
   }
+  if (t.batch % t.accumulate != 0)
+    diags_.error(t.accumulateLoc,
+                 fmt::format("accumulate {} does not split a batch of {} "
+                             "into equal micro-batches",
+                             t.accumulate, t.batch));
   if (!dropoutSeedSet)
     t.dropoutSeed = t.seed;
   if (t.schedule.kind == ast::ScheduleKind::WarmupCosine &&

@@ -173,6 +173,11 @@ TrainSettings parseTrainSettings(std::string_view trainJson,
     s.task = get<std::string>(t, "task", "");
     s.dataPath = get<std::string>(t, "data", "");
     s.batch = get<int64_t>(t, "batch", s.batch);
+    s.accumulate = get<int64_t>(t, "accumulate", s.accumulate);
+    if (s.accumulate < 1)
+      throw HostError(fmt::format("{}: train setting accumulate {} is not "
+                                  "positive",
+                                  source, s.accumulate));
     if (t.contains("steps"))
       s.steps = t["steps"].get<int64_t>();
     if (t.contains("epochs"))

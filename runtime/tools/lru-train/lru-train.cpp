@@ -390,7 +390,7 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
     s.totalSteps = base.epochs.value_or(1) * s.stepsPerEpoch;
   s.evalEvery = f.evalEvery.value_or(base.evalEvery > 0 ? base.evalEvery
                                                         : s.stepsPerEpoch);
-  s.accumulate = f.accumulate.value_or(1);
+  s.accumulate = f.accumulate.value_or(base.accumulate);
   s.patience = f.patience;
   if (stored) {
     int64_t examples = s.trainExamples;

@@ -192,6 +192,10 @@ struct DataSource {
 
 struct Train {
   int64_t batch = 32;
+  /// Micro-batches a step: the batch in this many calls, their gradients
+  /// summed before one update (lru-train --accumulate).
+  int64_t accumulate = 1;
+  Loc accumulateLoc;
   std::optional<int64_t> steps;  ///< exactly one of steps/epochs is set
   std::optional<int64_t> epochs;
   double lr = 1e-3;

@@ -56,6 +56,7 @@ struct TrainSettings {
   std::string task;     ///< empty: the model file names no data
   std::string dataPath; ///< empty: the task's default place
   int64_t batch = 32;
+  int64_t accumulate = 1; ///< micro-batches a step (lru-train --accumulate)
   std::optional<int64_t> steps, epochs; ///< at most one is set
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
