@@ -2,8 +2,9 @@
 //
 //   lruc-bench-cpu model.so BATCH ITERS
 //
-// Times forward (eval), train_step and (when the model has one) step mode
-// of a model library on random inputs, and, in the same run, the two limits
+// Times forward (eval), train_step, the same batch as two accumulated
+// micro-batches and (when the model has one) step mode of a model library
+// on random inputs, and, in the same run, the two limits
 // they are measured against: the sgemm rate of the GEMM kernel the library
 // uses (OpenBLAS through lruc::cpu::matmulNT) and memcpy bandwidth. A
 // library built with `lruc --profile` also reports where a train step's
@@ -158,6 +159,41 @@ int main(int argc, char **argv) {
   std::printf("train_step  %9.1f ms  %10.0f tokens/s  %.2f steps/s\n",
               stepTime * 1e3, double(batch * steps) / stepTime,
               1.0 / stepTime);
+
+  // The same batch as two micro-batches (lru-train --accumulate 2): two
+  // accumulate_gradients calls on half the rows each, then
+  // apply_gradients; against train_step, what accumulation costs.
+  if (batch % 2 == 0) {
+    const int64_t half = batch / 2;
+    std::vector<float> grads(m->param_floats);
+    std::vector<const void *> parts[2];
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < m->num_inputs; ++i) {
+        size_t rowBytes = m->inputs[i].dtype == LRUC_I64 ? 8 : 4;
+        for (int d = 1; d < m->inputs[i].rank; ++d)
+          rowBytes *= size_t(m->inputs[i].shape[d]);
+        parts[k].push_back(static_cast<const char *>(inputs[i]) +
+                           size_t(k * half) * rowBytes);
+      }
+    auto accumulatedStep = [&] {
+      ++key[1];
+      std::fill(grads.begin(), grads.end(), 0.0f);
+      for (int k = 0; k < 2; ++k)
+        failures += m->accumulate_gradients(half, params.data(), state.data(),
+                                            grads.data(), 0.5f, parts[k].data(),
+                                            key, outputPtrs.data(), error,
+                                            sizeof error) != 0;
+      failures += m->apply_gradients(params.data(), adamM.data(), adamV.data(),
+                                     grads.data(), 1e-4f, float(key[1]), error,
+                                     sizeof error) != 0;
+    };
+    accumulatedStep();
+    double accumulatedTime = median(iters, accumulatedStep);
+    std::printf("accumulated %9.1f ms  2 micro-batches of %lld: %.2f x "
+                "train_step\n",
+                accumulatedTime * 1e3, (long long)half,
+                accumulatedTime / stepTime);
+  }
 
   // Step mode: one token of each of `batch` sequences per call.
   if (m->step) {
