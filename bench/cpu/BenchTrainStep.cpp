@@ -168,13 +168,9 @@ int main(int argc, char **argv) {
     std::vector<float> grads(m->param_floats);
     std::vector<const void *> parts[2];
     for (int k = 0; k < 2; ++k)
-      for (int i = 0; i < m->num_inputs; ++i) {
-        size_t rowBytes = m->inputs[i].dtype == LRUC_I64 ? 8 : 4;
-        for (int d = 1; d < m->inputs[i].rank; ++d)
-          rowBytes *= size_t(m->inputs[i].shape[d]);
+      for (size_t i = 0; i < inputs.size(); ++i)
         parts[k].push_back(static_cast<const char *>(inputs[i]) +
-                           size_t(k * half) * rowBytes);
-      }
+                           random.bytes[i] / 2 * size_t(k));
     auto accumulatedStep = [&] {
       ++key[1];
       std::fill(grads.begin(), grads.end(), 0.0f);

@@ -140,6 +140,10 @@ std::vector<const void *> bindInputs(const Manifest &manifest,
   return pointers;
 }
 
+size_t inputBytes(const TensorInfo &input, int64_t batch) {
+  return outputElements(input, batch) * dtypeSize(input.dtype);
+}
+
 size_t outputElements(const TensorInfo &output, int64_t batch) {
   size_t n = 1;
   for (int64_t d : output.shape)

@@ -24,10 +24,6 @@ size_t aligned(size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-size_t inputBytes(const TensorInfo &input, int64_t batch) {
-  return outputElements(input, batch) * dtypeSize(input.dtype);
-}
-
 } // namespace
 
 std::unique_ptr<GpuModel> GpuModel::open(const ModelLibrary &library,
@@ -216,6 +212,7 @@ void GpuModel::reserve(int64_t batch) {
   adamM_ = floats(adamMAt);
   adamV_ = floats(adamVAt);
   grads_ = floats(gradsAt);
+  gradZeros_.assign(m.paramFloats, 0.0f);
   evalParams_ = floats(evalParamsAt);
   state_ = floats(stateAt);
   evalState_ = floats(evalStateAt);
@@ -403,7 +400,6 @@ void GpuModel::accumulateGradients(int64_t batch, float scale, bool first,
     fail("accumulate_gradients", "train steps are queued (finish them first)");
   const Manifest &m = library_.manifest();
   if (first) {
-    gradZeros_.assign(m.paramFloats, 0.0f);
     copy(grads_, gradZeros_.data(), m.paramFloats * sizeof(float),
          LRUC_COPY_HOST_TO_DEVICE, "accumulate_gradients");
   }

@@ -539,14 +539,9 @@ public:
                                      (step - 1) * count + k + 1};
       // Micro-batch k: rows [k * micro, (k + 1) * micro) of each array.
       std::vector<const void *> part;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        const TensorInfo &info = manifest_.inputs[i];
-        size_t rowBytes = dtypeSize(info.dtype);
-        for (size_t d = 1; d < info.shape.size(); ++d)
-          rowBytes *= size_t(info.shape[d]);
+      for (size_t i = 0; i < inputs.size(); ++i)
         part.push_back(static_cast<const char *>(inputs[i]) +
-                       size_t(k * micro) * rowBytes);
-      }
+                       size_t(k * micro) * inputBytes(manifest_.inputs[i], 1));
       float loss = NAN;
       std::vector<float *> partOutputs = {&loss};
       for (size_t o = 1; o < manifest_.outputs.size(); ++o)

@@ -33,6 +33,8 @@ std::vector<const void *> bindInputs(const Manifest &manifest,
 
 /// Floats of output `output` for a batch of `batch` (-1 dims are the batch).
 size_t outputElements(const TensorInfo &output, int64_t batch);
+/// Bytes of input `input` for a batch of `batch` (a batch of 1: a row's).
+size_t inputBytes(const TensorInfo &input, int64_t batch);
 
 /// Index of the largest of `count` values (the first on a tie); a NaN never
 /// wins, and all-NaN gives -1 (counted as wrong).
