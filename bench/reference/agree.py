@@ -72,6 +72,8 @@ def make_inputs(library, batch, seed):
             out[name] = labels.astype(np.int32)
         else:  # features, targets
             out[name] = rng.normal(size=shape).astype(np.float32)
+            if name == "targets":  # some values not scored
+                out[name][rng.random(size=shape) < 0.2] = np.nan
     return out
 
 

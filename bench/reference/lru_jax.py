@@ -213,10 +213,13 @@ def make_model(spec, lruc_dropout=True):
                     (weight * scored).sum(), floor)
             else:
                 loss = rows.sum() / weight.sum()
-        else:
-            err = (logits - inputs["targets"]) ** 2
-            loss = (err * mask[..., None]).sum() / (mask.sum() * err.shape[-1]) \
-                if per_step else err.mean()
+        else:  # a NaN target: a value not scored
+            targets = inputs["targets"]
+            scored = (~jnp.isnan(targets)).astype(logits.dtype)
+            if per_step:
+                scored = scored * mask[..., None]
+            err = (logits - jnp.nan_to_num(targets, nan=0.0)) ** 2
+            loss = (err * scored).sum() / jnp.maximum(scored.sum(), 1)
         return loss, (logits, state)
 
     return apply

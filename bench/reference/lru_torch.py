@@ -378,13 +378,13 @@ class Model(nn.Module):
             else:
                 loss = F.cross_entropy(logits, labels, weight=weight,
                                        label_smoothing=smoothing)
-        else:
-            err = (logits - t["targets"].float()) ** 2
+        else:  # a NaN target: a value not scored
+            targets = t["targets"].float()
+            scored = (~torch.isnan(targets)).float()
             if per_step:
-                loss = (err * mask[..., None]).sum() / (
-                    mask.sum() * err.shape[-1])
-            else:
-                loss = err.mean()
+                scored = scored * mask[..., None]
+            err = (logits - targets.nan_to_num(nan=0.0)) ** 2
+            loss = (err * scored).sum() / scored.sum().clamp(min=1)
         return loss, logits
 
 

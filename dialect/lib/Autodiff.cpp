@@ -61,6 +61,9 @@ Value AdjointBuilder::sigmoid(Value x) {
 Value AdjointBuilder::step(Value x) {
   return b_.create<StepOp>(loc_, x.getType(), x);
 }
+Value AdjointBuilder::notNan(Value x) {
+  return b_.create<NotNanOp>(loc_, x.getType(), x);
+}
 Value AdjointBuilder::geluGrad(Value x, bool approximate) {
   return b_.create<GeluGradOp>(loc_, x.getType(), x, approximate);
 }

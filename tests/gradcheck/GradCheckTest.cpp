@@ -219,6 +219,13 @@ const std::string kLambdaT =
     ", tensor<3x3xf32>) -> " + kSeq + "\n  %lamt = lru.sigmoid %g : " + kSeq +
     "\n";
 
+/// %lg = log(softplus(p) * [1, -1, 1]): a number, NaN, a number.
+const std::string kGaps =
+    param("p", kVec) + "  %sp = lru.softplus %p : " + kVec +
+    "\n  %sign = arith.constant dense<[1.0, -1.0, 1.0]> : " + kVec +
+    "\n  %sm = lru.mul %sp, %sign : " + kVec + "\n  %lg = lru.log %sm : " +
+    kVec + "\n";
+
 std::vector<Case> cases() {
   std::vector<Case> all = {
       {"neg", unary("neg %p"), kVec},
@@ -233,6 +240,13 @@ std::vector<Case> cases() {
        kVec},
       {"tanh", unary("tanh %p"), kVec},
       {"relu", unary("relu %p"), kVec},
+      // log of softplus(p) * [1, -1, 1]: NaN in the middle.
+      {"nan_to_zero", kGaps + "  %out = lru.nan_to_zero %lg : " + kVec + "\n",
+       kVec},
+      {"not_nan",
+       param("p2", kVec) + kGaps + "  %nn = lru.not_nan %lg : " + kVec +
+           "\n  %out = lru.mul %p2, %nn : " + kVec + "\n",
+       kVec},
       {"gelu", unary("gelu %p"), kVec},
       {"gelu_approximate", unary("gelu %p approximate"), kVec},
       {"exp_complex", kComplexVec + "  %out = lru.exp %c : " + kVecC + "\n",
@@ -253,6 +267,10 @@ std::vector<Case> cases() {
       {"sub",
        param("p1", kVec) + param("p2", kVec) +
            "  %out = lru.sub %p1, %p2 : " + kVec + "\n",
+       kVec},
+      {"max",
+       param("p1", kVec) + param("p2", kVec) +
+           "  %out = lru.max %p1, %p2 : " + kVec + "\n",
        kVec},
       {"mul",
        param("p1", kVec) + param("p2", kVec) +

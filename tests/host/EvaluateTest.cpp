@@ -219,6 +219,16 @@ TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
   EXPECT_TRUE(std::isnan(r.accuracy));
   EXPECT_TRUE(r.confusion.empty());
   EXPECT_DOUBLE_EQ(r.loss, 0.25);
+
+  // A NaN target is not scored: each batch's loss (here 1 + the first
+  // feature: 2 and 1) weighs as many as it scores (3 and 1).
+  const float nan = std::nanf("");
+  d.targets = {0.5f, nan, 0.5f, 0.5f, nan, nan, nan, 0.5f};
+  r = evaluate(regression, byFirst, d, 1, 1);
+  EXPECT_DOUBLE_EQ(r.loss, (2.0 * 3 + 1.0 * 1) / 4);
+  EXPECT_EQ(scoredTargets(d.targets.data(), 2, 4), 4);
+  // Per step, only within each example's real steps (2 and 1).
+  EXPECT_EQ(scoredTargets(d.targets.data(), 2, 4, lengths, 2), 3);
 }
 
 } // namespace

@@ -158,6 +158,16 @@ TEST(TensorData, StepLabelsAndTargets) {
   b = data::gather(real, {1});
   EXPECT_EQ(b.targets, (std::vector<float>{3, 4, 5}));
 
+  // NaN marks a target not scored: kept for the model's loss to leave out.
+  writeSplit(dir, "train",
+             {features,
+              {"targets", DType::F32, {2, 3, 1}, {}, {0, NAN, 2, 3, 4, NAN}}});
+  real = readTensorData(dir.path(), Split::Train, 3);
+  EXPECT_EQ(real.invariantViolation(), "");
+  b = data::gather(real, {1});
+  EXPECT_EQ(b.targets[0], 3);
+  EXPECT_TRUE(std::isnan(b.targets[2]));
+
   // A target an example: no step count to match.
   writeSplit(dir, "train",
              {features, {"targets", DType::F32, {2, 2}, {}, {0, 1, 2, 3}}});
@@ -218,7 +228,8 @@ TEST(TensorData, ErrorsNameTheFileTensorAndExample) {
   expect({features, {"targets", DType::F32, {2}, {}, {0, 0}}},
          "\"targets\" should be F32 [n, ...], not F32 [2]");
   expect({features, {"targets", DType::F32, {2, 1}, {}, {0, INFINITY}}},
-         "\"targets\" value inf (example 1) is not finite");
+         "\"targets\" value inf (example 1) is not finite (NaN marks a "
+         "value not scored)");
   expect({features, {"targets", DType::F32, {2, 3, 1}, {}, {0, 0, 0, 0, 0, 0}}},
          "\"targets\" has 3 steps an example; the model reads 2");
   expect({features, {"labels", DType::I32, {2, 3}, {0, 0, 0, 0, 0, 0}, {}}},

@@ -136,6 +136,13 @@ TEST_F(Interpreter, RealUnary) {
                {std::log(0.25), 0, std::log(4), std::log(9)});
   expectValues(onPositive("sqrt"), {0.5, 1, 2, 3});
   expectValues(onPositive("rsqrt"), {2, 1, 0.5, 1.0 / 3});
+  Tensor gaps = Tensor::real({4}, {-2, NAN, 0, NAN});
+  auto onGaps = [&](const std::string &op) {
+    return run(fn("%x: " + t, t, "  %y = lru." + op + " %x : " + t), {gaps})
+        .re;
+  };
+  expectValues(onGaps("not_nan"), {1, 0, 1, 0});
+  expectValues(onGaps("nan_to_zero"), {-2, 0, 0, 0});
 }
 
 TEST_F(Interpreter, GeluAndItsDerivative) {

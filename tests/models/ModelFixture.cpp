@@ -142,6 +142,9 @@ std::vector<Tensor> makeBatch(mlir::func::FuncOp func, int64_t batch,
       t.kind = Tensor::Kind::Real;
       for (int64_t k = 0; k < n; ++k)
         t.re.push_back(0.9 * std::sin(1.3 * double(k) + 0.7 * seed + i));
+      // Targets: every fifth value not scored (NaN).
+      for (int64_t k = 3; tag == "targets" && k < n; k += 5)
+        t.re[size_t(k)] = std::nan("");
     }
     args.push_back(std::move(t));
   }
@@ -192,6 +195,8 @@ std::vector<ModelCase> smallModelCases() {
       // Class weights (one 0), per step with steps not scored and pooled.
       {"weighted_tags", "tests/models/Inputs/weighted_tags.lru", {}},
       {"weighted_classes", "tests/models/Inputs/weighted_classes.lru", {}},
+      // Pooled regression, some targets NaN (not scored).
+      {"missing_targets", "tests/models/Inputs/missing_targets.lru", {}},
       // Long sequences and more than 32 channels: on the GPU, block sums
       // over more than one warp's worth of steps, and scans over several
       // tiles of steps and more than one block of channels.

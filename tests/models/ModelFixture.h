@@ -51,7 +51,8 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
 
 /// A batch of `batch` examples for `func`'s arguments, by their `lru.input`
 /// tags: tokens in range of the embedding table they index, features and
-/// targets in (-1, 1), lengths with every sequence but the first padded,
+/// targets in (-1, 1) (every fifth target NaN: not scored), lengths with
+/// every sequence but the first padded,
 /// labels in range of the logits (the function's second result), and the
 /// dropout key {seed, step}. `seed` varies the values.
 std::vector<Tensor> makeBatch(mlir::func::FuncOp func, int64_t batch,

@@ -141,6 +141,9 @@ std::optional<std::string> scalarTemplate(Operation *op, StringRef math) {
       .Case([&](SqrtOp) { return m + "sqrt($0)"; })
       .Case([&](ConjOp) { return m + "conj($0)"; })
       .Case([](StepOp) { return "$0 > 0.0f ? 1.0f : 0.0f"; })
+      // x != x only for NaN (the library is built without -ffast-math).
+      .Case([](NotNanOp) { return "$0 != $0 ? 0.0f : 1.0f"; })
+      .Case([](NanToZeroOp) { return "$0 != $0 ? 0.0f : $0"; })
       .Case([](ReluOp) { return "$0 > 0.0f ? $0 : 0.0f"; })
       .Case([&](TanhOp) { return m + "tanh($0)"; })
       .Case([&](GeluOp o) {

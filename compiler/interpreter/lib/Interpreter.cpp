@@ -436,6 +436,12 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
       .Case([&](lru::StepOp) {
         return unary([](double x) { return x > 0 ? 1.0 : 0.0; });
       })
+      .Case([&](lru::NotNanOp) {
+        return unary([](double x) { return std::isnan(x) ? 0.0 : 1.0; });
+      })
+      .Case([&](lru::NanToZeroOp) {
+        return unary([](double x) { return std::isnan(x) ? 0.0 : x; });
+      })
       .Case([&](lru::ReluOp) {
         return unary([](double x) { return x > 0 ? x : 0.0; });
       })

@@ -108,6 +108,11 @@ public:
     return rewriter.create<MaxOp>(loc, a.getType(), a, b);
   }
 
+  Value notNan(Value x) { return rewriter.create<NotNanOp>(loc, x.getType(), x); }
+  Value nanToZero(Value x) {
+    return rewriter.create<NanToZeroOp>(loc, x.getType(), x);
+  }
+
   Value complex(Value re, Value im) {
     auto type = RankedTensorType::get(tensorType(re).getShape(),
                                       ComplexType::get(f32()));
@@ -174,7 +179,8 @@ public:
   }
 
   /// The mean of `values` over all elements, or, with `weights` (a 0/1
-  /// mask of the same shape), over the elements whose weight is 1.
+  /// mask of the same shape), over the elements whose weight is 1 (0 when
+  /// none is, rather than 0 / 0).
   Value maskedMean(Value values, Value weights) {
     SmallVector<int64_t> all = iota(tensorType(values).getRank());
     if (!weights) {
@@ -182,7 +188,8 @@ public:
       return div(sum, count(values));
     }
     Value sum = reduceSum(mul(values, weights), all);
-    return div(sum, reduceSum(weights, all));
+    Value count = reduceSum(weights, all);
+    return div(sum, max(count, scalar(1.0)));
   }
 
   Value scan(Value lambda, Value b, Value lengths, bool reverse) {
@@ -739,23 +746,28 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
-/// The mean of (pred - targets)^2 over all elements of real positions.
+/// The mean of (pred - targets)^2 over the targets given: a NaN target is
+/// a value not scored (0 when a batch has none), and so is every value of
+/// a padded step.
 struct MsePattern : OpRewritePattern<MseOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MseOp op,
                                 PatternRewriter &rewriter) const override {
-    Value pred = op.getPred(), lengths = op.getLengths();
-    if (failed(requireSameType(op, pred, op.getTargets(),
-                               "pred and targets")) ||
+    Value pred = op.getPred(), targets = op.getTargets(),
+          lengths = op.getLengths();
+    if (failed(requireSameType(op, pred, targets, "pred and targets")) ||
         (lengths && failed(requireStaticLength(op, pred))))
       return failure();
     PrimitiveBuilder b(rewriter, op.getLoc());
-    Value diff = b.sub(pred, op.getTargets());
-    Value weights;
+    // The mask is shaped like the targets, not the predictions: nothing in
+    // it depends on the parameters, so nothing differentiates it.
+    Value scored = b.notNan(targets);
     if (lengths)
-      weights = b.broadcastLeading(
-          b.lengthMask(MaskKind::prefix, lengths, pred), pred);
-    Value loss = b.maskedMean(b.mul(diff, diff), weights);
+      scored = b.mul(scored, b.broadcastLeading(b.lengthMask(MaskKind::prefix,
+                                                             lengths, pred),
+                                                targets));
+    Value diff = b.sub(pred, b.nanToZero(targets));
+    Value loss = b.maskedMean(b.mul(diff, diff), scored);
     return replace(rewriter, op, loss);
   }
 };

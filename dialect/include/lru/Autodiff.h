@@ -41,6 +41,7 @@ public:
   mlir::Value conj(mlir::Value x); ///< identity on real tensors
   mlir::Value sigmoid(mlir::Value x);
   mlir::Value step(mlir::Value x);
+  mlir::Value notNan(mlir::Value x);
   mlir::Value geluGrad(mlir::Value x, bool approximate);
   mlir::Value re(mlir::Value x);
   mlir::Value im(mlir::Value x);

@@ -27,6 +27,7 @@ def Neg : AdjointFn<"neg">;
 def Conj : AdjointFn<"conj">;
 def Sigmoid : AdjointFn<"sigmoid">;
 def Step : AdjointFn<"step">;
+def NotNan : AdjointFn<"notNan">;
 def GeluGrad : AdjointFn<"geluGrad">;
 def Re : AdjointFn<"re">;
 def Im : AdjointFn<"im">;
@@ -64,6 +65,13 @@ def : Derivative<LRU_SqrtOp, [(Div (Scale $dy, "0.5"), $result)]>;
 def : Derivative<LRU_ConjOp, [(Conj $dy)]>;
 // step is piecewise constant: no adjoint.
 def : Derivative<LRU_StepOp, [(NoAdjoint)]>;
+// not_nan is piecewise constant; nan_to_zero passes dy where x is a number
+// (and is the constant 0 where it is not).
+def : Derivative<LRU_NotNanOp, [(NoAdjoint)]>;
+// y = max(a, b): dy goes to a where a > b, else to b.
+def : Derivative<LRU_MaxOp, [(Mul $dy, (Step (Sub $lhs, $rhs))),
+                             (Sub $dy, (Mul $dy, (Step (Sub $lhs, $rhs))))]>;
+def : Derivative<LRU_NanToZeroOp, [(Mul $dy, (NotNan $x))]>;
 def : Derivative<LRU_StopGradientOp, [(NoAdjoint)]>;
 def : Derivative<LRU_GeluOp, [(Mul $dy, (GeluGrad $x, $approximate))]>;
 def : Derivative<LRU_ReluOp, [(Mul $dy, (Step $x))]>;

@@ -54,6 +54,13 @@ def LRU_SqrtOp : LRU_UnaryOp<"sqrt", LRU_F32Tensor, "sqrt(x)">;
 def LRU_ConjOp : LRU_UnaryOp<"conj", LRU_ComplexTensor, "complex conjugate">;
 def LRU_StepOp : LRU_UnaryOp<"step", LRU_F32Tensor,
                              "1 where x > 0, else 0 (the derivative of relu)">;
+// A NaN target marks a value not scored (loss mse): the mask of the values
+// that are numbers, and the values with NaN replaced by 0 (which a product
+// with the mask cannot do: NaN * 0 is NaN).
+def LRU_NotNanOp : LRU_UnaryOp<"not_nan", LRU_F32Tensor,
+                               "1 where x is a number, 0 where it is NaN">;
+def LRU_NanToZeroOp : LRU_UnaryOp<"nan_to_zero", LRU_F32Tensor,
+                                  "x, or 0 where x is NaN">;
 
 def LRU_GeluGradOp
     : LRU_Op<"gelu_grad", [Pure, Elementwise, SameOperandsAndResultType]> {
@@ -77,8 +84,8 @@ def LRU_DivOp : LRU_BinaryOp<"div", "lhs / rhs, elementwise">;
 
 def LRU_MaxOp
     : LRU_Op<"max", [Pure, Elementwise, SameOperandsAndResultType]> {
-  let summary = "max(lhs, rhs), elementwise (real; used by the optimizer, "
-                "not differentiated)";
+  let summary = "max(lhs, rhs), elementwise (real: the optimizer's "
+                "max(n - 1, 1), a loss's divisor of at least 1)";
   let arguments = (ins LRU_F32Tensor:$lhs, LRU_F32Tensor:$rhs);
   let results = (outs LRU_F32Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";

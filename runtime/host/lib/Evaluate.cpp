@@ -176,6 +176,19 @@ int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
   return scored;
 }
 
+int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
+                      const int32_t *lengths, int64_t steps) {
+  const int64_t width = lengths ? values / steps : 0;
+  int64_t scored = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const float *row = targets + k * values;
+    const int64_t real = lengths ? lengths[k] * width : values;
+    for (int64_t v = 0; v < real; ++v)
+      scored += !std::isnan(row[v]);
+  }
+  return scored;
+}
+
 Hits countHits(const float *predictions, int64_t classes,
                const data::Batch &batch, int64_t *confusion) {
   Hits h;
@@ -286,7 +299,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
                               ? 0
                               : predictions.shape.back();
   // A batch's loss is a mean over its examples or, per step, over its real
-  // (scored) steps: each is weighed by how many it averaged.
+  // (scored) steps, or over its scored targets: each is weighed by how many
+  // it averaged.
   std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
@@ -309,12 +323,17 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     OutputBuffers &out = outputs[size_t(worker)];
     forward(count, inputs.data(), out.resize(count));
     const size_t i = begin / size_t(batch);
-    weights[i] =
-        perStep ? double(scoredSteps(b.lengths.data(),
-                                     b.stepLabels.empty() ? nullptr
-                                                          : b.stepLabels.data(),
-                                     count, b.length))
-                : double(count);
+    if (dataset.supervision == data::Supervision::Targets)
+      weights[i] = double(scoredTargets(
+          b.targets.data(), count, int64_t(b.targets.size()) / count,
+          perStep ? b.lengths.data() : nullptr, b.length));
+    else
+      weights[i] = perStep ? double(scoredSteps(b.lengths.data(),
+                                                b.stepLabels.empty()
+                                                    ? nullptr
+                                                    : b.stepLabels.data(),
+                                                count, b.length))
+                           : double(count);
     lossSums[i] = double(out.loss()) * weights[i];
     if (classes > 0) {
       Hits h = countHits(out.predictions(), classes, b,
@@ -325,8 +344,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   });
 
   result.examples = int64_t(n);
-  // Weights count examples or scored steps: with none scored the mean is
-  // 0, as each batch's loss is then.
+  // Weights count examples, scored steps or scored targets: with none
+  // scored the mean is 0, as each batch's loss is then.
   result.loss =
       std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
       std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);

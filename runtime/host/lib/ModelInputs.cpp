@@ -178,6 +178,10 @@ ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
       labels && labels->shape.size() == 2 && ex.hasLoss)
     ex.stepLabels = reinterpret_cast<const int32_t *>(
         ex.columns[size_t(labels - m.inputs.data())].bytes.data());
+  if (const TensorInfo *targets = m.findInput("targets");
+      targets && ex.hasLoss)
+    ex.targets = reinterpret_cast<const float *>(
+        ex.columns[size_t(targets - m.inputs.data())].bytes.data());
   return ex;
 }
 

@@ -159,10 +159,13 @@ std::vector<int32_t> readSupervision(const SafetensorsFile &file,
     const uint64_t count = numElements(targets->shape);
     d.targets.resize(count);
     file.copyTo("targets", DType::F32, d.targets.data(), count);
+    // NaN marks a value not scored (the model's mse leaves it out);
+    // an infinity is a mistake.
     for (uint64_t k = 0; k < count; ++k)
-      if (!std::isfinite(d.targets[k]))
+      if (std::isinf(d.targets[k]))
         throw HostError(fmt::format("{}: \"targets\" value {} (example {}) "
-                                    "is not finite",
+                                    "is not finite (NaN marks a value not "
+                                    "scored)",
                                     file.name(), d.targets[k],
                                     k / (count / uint64_t(targets->shape[0]))));
     return std::vector<int32_t>(size_t(targets->shape[0]), 0);

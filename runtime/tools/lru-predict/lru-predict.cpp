@@ -12,7 +12,8 @@
 // Writes OUT (atomically): `predictions` [n, ...] (per step: NaN past each
 // sequence's end) and, with the loss's
 // input, `loss` (the mean over the examples, or for per-step predictions
-// over their real, scored steps, as a batch's loss is); its metadata names the
+// over their real, scored steps, or over the targets not NaN, as a batch's
+// loss is); its metadata names the
 // model, the checkpoint and its step. Prints what it did; with `labels`, the
 // accuracy too.
 //
@@ -141,8 +142,8 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
   Predictions out{info.shape, std::vector<float>(size_t(ex.rows) * row)};
   out.shape[0] = ex.rows;
   // A batch's loss is a mean over its examples, or for per-step
-  // predictions over its real (scored) steps: weigh each by how many it
-  // averaged.
+  // predictions over its real (scored) steps, or over its scored targets:
+  // weigh each by how many it averaged.
   const int32_t *stepCounts = info.shape.size() == 3 ? ex.lengths : nullptr;
   const int64_t L = info.shape.size() == 3 ? info.shape[1] : 0;
   const size_t batches = size_t((ex.rows + batch - 1) / batch);
@@ -156,14 +157,19 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
         float loss = 0;
         float *outputs[] = {&loss, out.values.data() + begin * row};
         runner.forward(count, inputs.data(), outputs);
-        const double weight =
-            stepCounts
-                ? double(scoredSteps(stepCounts + begin,
-                                     ex.stepLabels
-                                         ? ex.stepLabels + begin * size_t(L)
-                                         : nullptr,
-                                     count, L))
-                : double(count);
+        double weight = double(count);
+        if (ex.targets)
+          weight = double(scoredTargets(ex.targets + begin * row, count,
+                                        int64_t(row),
+                                        stepCounts ? stepCounts + begin
+                                                   : nullptr,
+                                        L));
+        else if (stepCounts)
+          weight = double(scoredSteps(stepCounts + begin,
+                                      ex.stepLabels
+                                          ? ex.stepLabels + begin * size_t(L)
+                                          : nullptr,
+                                      count, L));
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
         // Per step: what the model computes past a sequence's end means
@@ -176,8 +182,8 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
                     std::numeric_limits<float>::quiet_NaN());
         progress.batchDone(count);
       });
-  // Weights count examples or scored steps: with none scored the mean is
-  // 0, as each batch's loss is then.
+  // Weights count examples, scored steps or scored targets: with none
+  // scored the mean is 0, as each batch's loss is then.
   out.loss =
       std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
       std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);

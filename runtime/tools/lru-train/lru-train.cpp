@@ -866,24 +866,55 @@ private:
   Progress *progress_ = nullptr;
 };
 
-/// A class a step: training needs a step to learn from, and choosing the
-/// best checkpoint one to score (a negative step label is not scored).
-void requireScoredSteps(const data::Dataset &d, const std::string &what) {
-  if (d.supervision != data::Supervision::StepLabels)
-    return;
-  const auto L = size_t(d.length);
+/// What a split scores: its scored steps (a class a step: a negative label
+/// is not scored) or targets (NaN is not scored), of how many real ones.
+struct ScoredValues {
+  int64_t scored = 0, total = 0;
+};
+
+ScoredValues scoredValues(const data::Dataset &d) {
+  const bool perStep = d.supervision == data::Supervision::StepLabels ||
+                       d.targetShape.size() == 2;
+  const auto L = int64_t(d.length);
+  const int64_t values =
+      d.supervision == data::Supervision::Targets
+          ? int64_t(numElements(d.targetShape))
+          : L;
+  ScoredValues v;
   for (size_t i = 0; i < d.size(); ++i) {
-    const size_t steps =
+    const auto steps = int32_t(
         d.kind == data::InputKind::Features
-            ? (d.featureLengths.empty() ? L : size_t(d.featureLengths[i]))
-            : d.sequence(i).size;
-    for (size_t t = 0; t < steps; ++t)
-      if (d.stepLabels[i * L + t] >= 0)
-        return;
+            ? (d.featureLengths.empty() ? L : d.featureLengths[i])
+            : int64_t(d.sequence(i).size));
+    if (d.supervision == data::Supervision::StepLabels) {
+      v.scored += scoredSteps(&steps, d.stepLabels.data() + i * size_t(L), 1, L);
+      v.total += steps;
+    } else {
+      v.scored += scoredTargets(d.targets.data() + i * size_t(values), 1,
+                                values, perStep ? &steps : nullptr, L);
+      v.total += perStep ? steps * (values / L) : values;
+    }
   }
-  throw HostError(fmt::format("{}: no step is scored (every label of a real "
-                              "step is negative)",
-                              what));
+  return v;
+}
+
+/// A class a step or real targets: training needs a value to learn from,
+/// and choosing the best checkpoint one to score. Returns what `d` scores.
+ScoredValues requireScored(const data::Dataset &d, const std::string &what) {
+  if (d.supervision == data::Supervision::Labels)
+    return {};
+  const ScoredValues v = scoredValues(d);
+  if (v.scored > 0)
+    return v;
+  if (d.supervision == data::Supervision::StepLabels)
+    throw HostError(fmt::format("{}: no step is scored (every label of a "
+                                "real step is negative)",
+                                what));
+  throw HostError(fmt::format("{}: no target is scored (every value of "
+                              "\"targets\"{} is NaN)",
+                              what,
+                              d.targetShape.size() == 2 ? " at a real step"
+                                                        : ""));
 }
 
 int trainMain(int argc, char **argv) {
@@ -953,8 +984,9 @@ int trainMain(int argc, char **argv) {
                      fmt::format("{} (train)", s.task));
   checkModelFitsData(manifest, libraryName, val,
                      fmt::format("{} (val)", s.task));
-  requireScoredSteps(train, fmt::format("{} (train)", s.task));
-  requireScoredSteps(val, fmt::format("{} (val)", s.task));
+  const ScoredValues trainScored =
+      requireScored(train, fmt::format("{} (train)", s.task));
+  requireScored(val, fmt::format("{} (val)", s.task));
   // A user's own files may differ split by split: test.safetensors is read
   // and checked now, not after training.
   if (s.task == kTensorsTask)
@@ -1013,6 +1045,12 @@ int trainMain(int argc, char **argv) {
                        : "",
       s.schedule.peak, std::string(scheduleName(s.schedule.kind)).c_str(),
       (long long)s.evalEvery, out.string().c_str());
+  if (train.supervision == data::Supervision::Targets &&
+      trainScored.scored < trainScored.total)
+    std::fprintf(stderr,
+                 "%s: %lld of %lld training targets are NaN (not scored)\n",
+                 kTool, (long long)(trainScored.total - trainScored.scored),
+                 (long long)trainScored.total);
   if (resumed)
     std::fprintf(stderr, "%s: resuming at step %lld from %s\n", kTool,
                  (long long)trainer.step(), lastPath.string().c_str());

@@ -129,6 +129,51 @@ func.func @forward_train() -> tensor<f32> {
 
 // -----
 
+// nan_to_zero: dy * not_nan(x) (0 where x is NaN)
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[N:.*]] = lru.not_nan %[[P:[^ ]*]] :
+// CHECK: lru.mul %{{.*}}, %[[N]]
+func.func @forward_train() -> tensor<f32> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<3xf32>
+  %y = lru.nan_to_zero %p : tensor<3xf32>
+  %l = lru.reduce_sum %y dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// not_nan: piecewise constant, no adjoint (only the product's reaches p)
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[N:.*]] = lru.not_nan %[[P:[^ ]*]] :
+// CHECK: %[[DY:.*]] = lru.broadcast
+// CHECK-NEXT: %[[G:.*]] = lru.mul %[[DY]], %[[N]]
+// CHECK-NEXT: return %{{.*}}, %[[G]]
+func.func @forward_train() -> tensor<f32> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<3xf32>
+  %n = lru.not_nan %p : tensor<3xf32>
+  %y = lru.mul %p, %n : tensor<3xf32>
+  %l = lru.reduce_sum %y dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// max: dy to a where a > b, the rest to b
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[D:.*]] = lru.sub %[[A:[^ ]*]], %[[B:[^ ]*]] :
+// CHECK: %[[S:.*]] = lru.step %[[D]]
+// CHECK: %[[GA:.*]] = lru.mul %[[DY:[^ ]*]], %[[S]]
+// CHECK: lru.sub %[[DY]], %{{.*}}
+func.func @forward_train() -> tensor<f32> {
+  %a = lru.param "a" init(ones) group(decay) : tensor<3xf32>
+  %b = lru.param "b" init(zeros) group(decay) : tensor<3xf32>
+  %y = lru.max %a, %b : tensor<3xf32>
+  %l = lru.reduce_sum %y dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // gelu: dy * gelu'(x), same approximation
 // CHECK-LABEL: func.func @backward
 // CHECK: %[[G:.*]] = lru.gelu_grad %{{.*}} approximate

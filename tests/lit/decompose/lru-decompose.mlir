@@ -542,23 +542,34 @@ module {
 
 // -----
 
-// MSE: over all elements (static: a constant count), and over the elements
-// of real steps (the sum of the broadcast mask).
+// MSE: over the targets that are not NaN (a NaN target is a value not
+// scored; replaced by 0, as NaN * 0 is NaN), and of those over the elements
+// of real steps (the mask times the broadcast length mask); at least 1 in
+// the divisor (a batch of no scored value: loss 0).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[P:[a-z0-9]+]]: tensor<8x10xf32>, %[[T:[a-z0-9]+]]: tensor<8x10xf32>, %[[P3:[a-z0-9]+]]: tensor<?x16x3xf32>, %[[T3:[a-z0-9]+]]: tensor<?x16x3xf32>, %[[LEN:[a-z0-9]+]]: tensor<?xi32>)
-// CHECK: %[[D:.*]] = lru.sub %[[P]], %[[T]] : tensor<8x10xf32>
+// CHECK: %[[S:.*]] = lru.not_nan %[[T]] : tensor<8x10xf32>
+// CHECK: %[[T0:.*]] = lru.nan_to_zero %[[T]] : tensor<8x10xf32>
+// CHECK: %[[D:.*]] = lru.sub %[[P]], %[[T0]] : tensor<8x10xf32>
 // CHECK: %[[SQ:.*]] = lru.mul %[[D]], %[[D]]
-// CHECK: %[[SUM:.*]] = lru.reduce_sum %[[SQ]] dims [0, 1] : tensor<8x10xf32> -> tensor<f32>
-// CHECK: %[[N:.*]] = arith.constant dense<8.000000e+01> : tensor<f32>
-// CHECK: %[[L1:.*]] = lru.div %[[SUM]], %[[N]]
-// CHECK: %[[D3:.*]] = lru.sub %[[P3]], %[[T3]] : tensor<?x16x3xf32>
-// CHECK: %[[SQ3:.*]] = lru.mul %[[D3]], %[[D3]]
+// CHECK: %[[SQS:.*]] = lru.mul %[[SQ]], %[[S]]
+// CHECK: %[[SUM:.*]] = lru.reduce_sum %[[SQS]] dims [0, 1] : tensor<8x10xf32> -> tensor<f32>
+// CHECK: %[[N:.*]] = lru.reduce_sum %[[S]] dims [0, 1] : tensor<8x10xf32> -> tensor<f32>
+// CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[NMAX:.*]] = lru.max %[[N]], %[[ONE]]
+// CHECK: %[[L1:.*]] = lru.div %[[SUM]], %[[NMAX]]
+// CHECK: %[[S3:.*]] = lru.not_nan %[[T3]] : tensor<?x16x3xf32>
 // CHECK: %[[MASK:.*]] = lru.length_mask prefix %[[LEN]]
-// CHECK: %[[W:.*]] = lru.broadcast %[[MASK]] like %[[P3]] dims [0, 1]
-// CHECK: %[[SQW:.*]] = lru.mul %[[SQ3]], %[[W]]
+// CHECK: %[[W:.*]] = lru.broadcast %[[MASK]] like %[[T3]] dims [0, 1]
+// CHECK: %[[SW:.*]] = lru.mul %[[S3]], %[[W]]
+// CHECK: %[[T30:.*]] = lru.nan_to_zero %[[T3]]
+// CHECK: %[[D3:.*]] = lru.sub %[[P3]], %[[T30]] : tensor<?x16x3xf32>
+// CHECK: %[[SQ3:.*]] = lru.mul %[[D3]], %[[D3]]
+// CHECK: %[[SQW:.*]] = lru.mul %[[SQ3]], %[[SW]]
 // CHECK: %[[SUM3:.*]] = lru.reduce_sum %[[SQW]] dims [0, 1, 2] : tensor<?x16x3xf32> -> tensor<f32>
-// CHECK: %[[N3:.*]] = lru.reduce_sum %[[W]] dims [0, 1, 2] : tensor<?x16x3xf32> -> tensor<f32>
-// CHECK: %[[L2:.*]] = lru.div %[[SUM3]], %[[N3]]
+// CHECK: %[[N3:.*]] = lru.reduce_sum %[[SW]] dims [0, 1, 2] : tensor<?x16x3xf32> -> tensor<f32>
+// CHECK: %[[N3MAX:.*]] = lru.max %[[N3]], %{{.*}}
+// CHECK: %[[L2:.*]] = lru.div %[[SUM3]], %[[N3MAX]]
 // CHECK-NEXT: return %[[L1]], %[[L2]]
 module {
   func.func @forward(%p: tensor<8x10xf32>, %t: tensor<8x10xf32>, %p3: tensor<?x16x3xf32>, %t3: tensor<?x16x3xf32>, %len: tensor<?xi32>) -> (tensor<f32>, tensor<f32>) {

@@ -27,6 +27,10 @@ func.func @elementwise(%x: tensor<?x4xf32>, %y: tensor<?x4xf32>, %z: tensor<?x4x
   %9 = lru.conj %z : tensor<?x4xcomplex<f32>>
   // CHECK: lru.step %[[X]] : tensor<?x4xf32>
   %10 = lru.step %x : tensor<?x4xf32>
+  // CHECK: lru.not_nan %[[X]] : tensor<?x4xf32>
+  %n0 = lru.not_nan %x : tensor<?x4xf32>
+  // CHECK: lru.nan_to_zero %[[X]] : tensor<?x4xf32>
+  %n1 = lru.nan_to_zero %x : tensor<?x4xf32>
   // CHECK: lru.gelu_grad %[[X]] : tensor<?x4xf32>
   %11 = lru.gelu_grad %x : tensor<?x4xf32>
   // CHECK: lru.gelu_grad %[[X]] approximate : tensor<?x4xf32>

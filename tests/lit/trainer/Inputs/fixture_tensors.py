@@ -13,6 +13,10 @@ per-step outputs):
     python fixture_tensors.py features OUT ROWS LENGTH CHANNELS running SEED
         `features` and `targets` F32 [ROWS, LENGTH, 1]: the running mean of
         channel 0 (learnable by a causal model)
+    python fixture_tensors.py features OUT ROWS LENGTH CHANNELS gappy SEED
+        running, but every third step's target NaN (not scored), and the
+        first i % 5 of example i's; `unscored`:
+        every target NaN; `infinite`: one target inf
     python fixture_tensors.py features OUT ROWS LENGTH CHANNELS signs SEED
         `features` and `labels` I64 [ROWS, LENGTH]: 1 where the running sum
         of channel 0 is positive, else 0
@@ -60,7 +64,8 @@ def features(out_path, rows, length, channels, kind, k):
             "targets": ("F32", [rows, length, k], bytes(4 * rows * length * k)),
         })
         return
-    if kind in ("running", "signs", "ragged", "sparse"):
+    if kind in ("running", "gappy", "unscored", "infinite", "signs", "ragged",
+                "sparse"):
         values, out = [], []
         lengths = [length - (3 * i) % length for i in range(rows)]
         for i in range(rows):
@@ -77,11 +82,19 @@ def features(out_path, rows, length, channels, kind, k):
                 if kind == "sparse" and t % 3 == 2:
                     out.append(-100)
                     continue
-                out.append(total / (t + 1) if kind == "running" else int(total > 0))
+                if kind in ("running", "gappy", "unscored", "infinite"):
+                    out.append(total / (t + 1))
+                    if (kind == "gappy" and (t % 3 == 1 or t < i % 5)
+                            or kind == "unscored"):
+                        out[-1] = math.nan
+                else:
+                    out.append(int(total > 0))
+        if kind == "infinite":
+            out[len(out) // 2] = math.inf
         tensors = {"features": ("F32", [rows, length, channels], floats(values))}
         if kind == "ragged":
             tensors["lengths"] = ("I32", [rows], struct.pack(f"<{rows}i", *lengths))
-        if kind == "running":
+        if kind in ("running", "gappy", "unscored", "infinite"):
             tensors["targets"] = ("F32", [rows, length, 1], floats(out))
         else:
             tensors["labels"] = ("I64", [rows, length],

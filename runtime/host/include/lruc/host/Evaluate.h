@@ -52,6 +52,13 @@ int64_t countCorrect(const float *predictions, int64_t classes,
 int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
                     int64_t count, int64_t steps);
 
+/// How many of `count` examples' real targets (`values` floats each) a
+/// mean squared error scores: those that are not NaN (NaN marks a value not
+/// scored) and, with `lengths`, within each example's real steps (targets
+/// [count, steps, values / steps]).
+int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
+                      const int32_t *lengths = nullptr, int64_t steps = 0);
+
 /// Argmax hits of a batch's predictions (`classes` values each) against its
 /// labels: a class an example (Supervision::Labels) or a class a real,
 /// scored step (StepLabels), each also counted in `confusion`

@@ -43,6 +43,7 @@ struct ModelInputs {
   bool hasLoss = false;                ///< the loss's input was given
   const int32_t *lengths = nullptr;    ///< the first lengths input's, if any
   const int32_t *stepLabels = nullptr; ///< per-step `labels`, if given
+  const float *targets = nullptr;      ///< `targets`, if given
 };
 
 /// Reads `file`'s tensors for `m`'s inputs (see above).

@@ -18,7 +18,8 @@
 //             or [n, L]          a class a step (pool none); a negative
 //                                one (-1, -100) marks a step not scored
 //   targets   F32 [n, ...]       instead of labels: real values (loss mse),
-//                                [n, L, K] a step
+//                                [n, L, K] a step; NaN marks a value not
+//                                scored
 //
 // Other tensors are passed over. Token sequences longer than the model's
 // length are cut (and counted, Dataset::truncated); features keep their
