@@ -226,6 +226,13 @@ TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
   d.targets = {0.5f, nan, 0.5f, 0.5f, nan, nan, nan, 0.5f};
   r = evaluate(regression, byFirst, d, 1, 1);
   EXPECT_DOUBLE_EQ(r.loss, (2.0 * 3 + 1.0 * 1) / 4);
+  // The predictions are the features: |1 - 0.5|, |0 - 0.5|, |1 - 0.5| and
+  // |1 - 0.5| over the scored values.
+  EXPECT_EQ(r.scored, 4);
+  EXPECT_DOUBLE_EQ(r.absoluteError, 0.5);
+  EXPECT_EQ(targetErrors(0.25, r.absoluteError, r.scored),
+            ", RMSE 0.5000, MAE 0.5000 of 4 values");
+  EXPECT_EQ(targetErrors(0, NAN, 0), ", no value scored");
   EXPECT_EQ(scoredTargets(d.targets.data(), 2, 4), 4);
   // Per step, only within each example's real steps (2 and 1).
   EXPECT_EQ(scoredTargets(d.targets.data(), 2, 4, lengths, 2), 3);

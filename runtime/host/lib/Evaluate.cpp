@@ -177,16 +177,33 @@ int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
 }
 
 int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
-                      const int32_t *lengths, int64_t steps) {
+                      const int32_t *lengths, int64_t steps,
+                      const float *predictions, double *absoluteErrors) {
   const int64_t width = lengths ? values / steps : 0;
   int64_t scored = 0;
+  double errors = 0;
   for (int64_t k = 0; k < count; ++k) {
-    const float *row = targets + k * values;
+    const int64_t row = k * values;
     const int64_t real = lengths ? lengths[k] * width : values;
-    for (int64_t v = 0; v < real; ++v)
-      scored += !std::isnan(row[v]);
+    for (int64_t v = row; v < row + real; ++v) {
+      if (std::isnan(targets[v]))
+        continue;
+      ++scored;
+      if (predictions)
+        errors += std::abs(double(predictions[v]) - double(targets[v]));
+    }
   }
+  if (absoluteErrors)
+    *absoluteErrors += errors;
   return scored;
+}
+
+std::string targetErrors(double meanSquared, double absoluteError,
+                         int64_t scored) {
+  if (scored == 0)
+    return ", no value scored";
+  return fmt::format(", RMSE {:.4f}, MAE {:.4f} of {} values",
+                     std::sqrt(meanSquared), absoluteError, scored);
 }
 
 Hits countHits(const float *predictions, int64_t classes,
@@ -301,7 +318,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   // A batch's loss is a mean over its examples or, per step, over its real
   // (scored) steps, or over its scored targets: each is weighed by how many
   // it averaged.
-  std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
+  std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0),
+      absoluteErrors(numBatches, 0.0);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
   const auto workers = size_t(threads);
@@ -326,7 +344,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     if (dataset.supervision == data::Supervision::Targets)
       weights[i] = double(scoredTargets(
           b.targets.data(), count, int64_t(b.targets.size()) / count,
-          perStep ? b.lengths.data() : nullptr, b.length));
+          perStep ? b.lengths.data() : nullptr, b.length, out.predictions(),
+          &absoluteErrors[i]));
     else
       weights[i] = perStep ? double(scoredSteps(b.lengths.data(),
                                                 b.stepLabels.empty()
@@ -352,6 +371,15 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   result.classes = classes;
   result.perStep = dataset.supervision == data::Supervision::StepLabels;
   result.accuracy = std::numeric_limits<double>::quiet_NaN();
+  result.absoluteError = std::numeric_limits<double>::quiet_NaN();
+  if (dataset.supervision == data::Supervision::Targets) {
+    const double scored = std::accumulate(weights.begin(), weights.end(), 0.0);
+    result.scored = int64_t(scored);
+    if (scored > 0)
+      result.absoluteError =
+          std::accumulate(absoluteErrors.begin(), absoluteErrors.end(), 0.0) /
+          scored;
+  }
   if (classes == 0)
     return result;
   result.confusion = std::move(confusion[0]);

@@ -277,7 +277,7 @@ constexpr int64_t kConfusionColumns = 20;
 
 void printResult(const std::string &what, int64_t step, const EvalResult &r,
                  bool confusion) {
-  std::string accuracy;
+  std::string accuracy = targetErrors(r.loss, r.absoluteError, r.scored);
   if (r.classes > 0)
     accuracy =
         std::isnan(r.accuracy)

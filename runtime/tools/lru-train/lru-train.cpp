@@ -727,7 +727,9 @@ public:
     if (regression()) {
       std::printf("%s: best val loss %.4f at step %lld (%s)\n", kTool,
                   bestLoss_, (long long)bestStep_, bestPath_.string().c_str());
-      std::printf("%s: test loss %.4f (%lld examples)\n", kTool, test.loss,
+      std::printf("%s: test loss %.4f%s (%lld examples)\n", kTool, test.loss,
+                  targetErrors(test.loss, test.absoluteError, test.scored)
+                      .c_str(),
                   (long long)test.examples);
     } else {
       std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,

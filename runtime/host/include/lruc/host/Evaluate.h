@@ -55,9 +55,18 @@ int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
 /// How many of `count` examples' real targets (`values` floats each) a
 /// mean squared error scores: those that are not NaN (NaN marks a value not
 /// scored) and, with `lengths`, within each example's real steps (targets
-/// [count, steps, values / steps]).
+/// [count, steps, values / steps]). With `predictions` (of the targets'
+/// shape), also adds |prediction - target| over them to `absoluteErrors`.
 int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
-                      const int32_t *lengths = nullptr, int64_t steps = 0);
+                      const int32_t *lengths = nullptr, int64_t steps = 0,
+                      const float *predictions = nullptr,
+                      double *absoluteErrors = nullptr);
+
+/// What the tools print after a regression's loss (the mean squared error
+/// of `scored` values, whose mean absolute error is `absoluteError`):
+/// ", RMSE 0.0283, MAE 0.0221 of 8542 values", or ", no value scored".
+std::string targetErrors(double meanSquared, double absoluteError,
+                         int64_t scored);
 
 /// Argmax hits of a batch's predictions (`classes` values each) against its
 /// labels: a class an example (Supervision::Labels) or a class a real,
@@ -97,8 +106,12 @@ struct EvalResult {
   /// or when no step is scored.
   double accuracy = 0;
   int64_t examples = 0;
-  /// What the accuracy counts: the examples, or (perStep) the scored steps.
+  /// What the accuracy counts: the examples, or (perStep) the scored steps;
+  /// for real targets, the values scored (not NaN, at real steps).
   int64_t scored = 0;
+  /// Real targets: the mean absolute error over the scored values (the
+  /// loss is their mean squared error); NaN otherwise or when none is.
+  double absoluteError = 0;
   /// [label][predicted class], `classes` × `classes` (the predictions'
   /// width; 0 for real targets): how many examples (steps) of each label
   /// got each argmax (an all-NaN prediction counts in no column).
