@@ -25,6 +25,7 @@ TEST(Metrics, WritesOneObjectALine) {
     log.train(1, 0, 1e-7, 2.5, 0.25, 0.1234);
     log.eval(1, 0, "val", 2.25, 0.125, 64, 0.5);
     log.train(2, 0, 1e-3, NAN, 0, 0.6);
+    log.eval(3, 0, "test", 0.5, NAN, 8, 0.75, 0.625);
   }
   EXPECT_EQ(readBytes(dir / "metrics.jsonl"),
             "{\"step\":1,\"epoch\":0,\"lr\":1e-07,\"loss\":2.5,"
@@ -32,9 +33,11 @@ TEST(Metrics, WritesOneObjectALine) {
             "{\"step\":1,\"epoch\":0,\"split\":\"val\",\"loss\":2.25,"
             "\"accuracy\":0.125,\"examples\":64,\"time\":0.5}\n"
             "{\"step\":2,\"epoch\":0,\"lr\":0.001,\"loss\":null,"
-            "\"accuracy\":0.0,\"time\":0.6}\n");
+            "\"accuracy\":0.0,\"time\":0.6}\n"
+            "{\"step\":3,\"epoch\":0,\"split\":\"test\",\"loss\":0.5,"
+            "\"accuracy\":null,\"examples\":8,\"time\":0.75,\"mae\":0.625}\n");
   std::vector<MetricsEntry> entries = readMetrics(dir / "metrics.jsonl");
-  ASSERT_EQ(entries.size(), 3u);
+  ASSERT_EQ(entries.size(), 4u);
   EXPECT_EQ(entries[1].split, "val");
   EXPECT_DOUBLE_EQ(entries[0].accuracy, 0.25);
   EXPECT_DOUBLE_EQ(entries[1].accuracy, 0.125);

@@ -75,7 +75,7 @@ void MetricsLog::train(int64_t step, int64_t epoch, double lr, double loss,
 
 void MetricsLog::eval(int64_t step, int64_t epoch, const std::string &split,
                       double loss, double accuracy, int64_t examples,
-                      double time) {
+                      double time, double absoluteError) {
   nlohmann::ordered_json line = {{"step", step},
                                  {"epoch", epoch},
                                  {"split", split},
@@ -83,6 +83,8 @@ void MetricsLog::eval(int64_t step, int64_t epoch, const std::string &split,
                                  {"accuracy", number(accuracy)},
                                  {"examples", examples},
                                  {"time", std::round(time * 1000) / 1000}};
+  if (!std::isnan(absoluteError))
+    line["mae"] = number(absoluteError);
   write(line.dump());
 }
 

@@ -805,7 +805,7 @@ private:
     EvalResult r = evaluateSplit(current_, data::Split::Val);
     const int64_t step = current_.step;
     metrics_->eval(step, epochOf(step), "val", r.loss, r.accuracy, r.examples,
-                   elapsed());
+                   elapsed(), r.absoluteError);
     // Classifiers keep the best accuracy; regression the lowest loss.
     bool best = false;
     if (regression()) {
@@ -841,7 +841,7 @@ private:
             : current_;
     EvalResult test = evaluateSplit(best, data::Split::Test);
     metrics_->eval(bestStep_, epochOf(bestStep_), "test", test.loss,
-                   test.accuracy, test.examples, elapsed());
+                   test.accuracy, test.examples, elapsed(), test.absoluteError);
     return test;
   }
 

@@ -1,5 +1,5 @@
-"""Exit 0 iff two runs' metrics.jsonl hold the same records, losses within a
-relative tolerance and everything else (steps, splits, learning rates,
+"""Exit 0 iff two runs' metrics.jsonl hold the same records, losses (and a
+regression's mean absolute errors) within a relative tolerance and everything else (steps, splits, learning rates,
 accuracies, example counts) equal; wall-clock times are ignored. With
 --losses-only, accuracies may differ too (runs of different precision).
 
@@ -19,11 +19,13 @@ if len(a) != len(b):
 worst = 0.0
 for x, y in zip(a, b):
     x.pop("time"), y.pop("time")
-    lx, ly = x.pop("loss"), y.pop("loss")
+    measured = [(name, x.pop(name), y.pop(name)) for name in ("loss", "mae")
+                if name in x and name in y]
     if x != y:
         sys.exit(f"records differ: {x} against {y}")
-    d = abs(lx - ly) / max(abs(lx), 1e-30)
-    worst = max(worst, d)
-    if d > rtol:
-        sys.exit(f"step {x['step']}: loss {lx} against {ly}")
+    for name, vx, vy in measured:
+        d = abs(vx - vy) / max(abs(vx), 1e-30)
+        worst = max(worst, d)
+        if d > rtol:
+            sys.exit(f"step {x['step']}: {name} {vx} against {vy}")
 print(f"{len(a)} records agree (largest relative loss difference {worst:.2g})")

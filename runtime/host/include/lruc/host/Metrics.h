@@ -8,7 +8,8 @@
 //    "accuracy": 0.781, "examples": 6000, "time": 80.5}
 //
 // A train line per step (the batch's loss and accuracy in train mode,
-// before the step's update); an eval line (with "split") per evaluation. "time"
+// before the step's update); an eval line (with "split") per evaluation,
+// with "mae" (the mean absolute error) for regression. "time"
 // is wall-clock seconds since the run began, resumed runs included. Each
 // line is flushed when written, so a killed run loses at most its last line.
 //
@@ -16,6 +17,7 @@
 #ifndef LRUC_HOST_METRICS_H
 #define LRUC_HOST_METRICS_H
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -37,8 +39,11 @@ public:
 
   void train(int64_t step, int64_t epoch, double lr, double loss,
              double accuracy, double time);
+  /// A regression's record also has "mae", its mean absolute error (when
+  /// `absoluteError` is a number).
   void eval(int64_t step, int64_t epoch, const std::string &split,
-            double loss, double accuracy, int64_t examples, double time);
+            double loss, double accuracy, int64_t examples, double time,
+            double absoluteError = std::nan(""));
 
 private:
   void write(const std::string &line);
