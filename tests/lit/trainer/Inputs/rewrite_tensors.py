@@ -2,12 +2,13 @@
 inputs of other kinds than lru-eval --dump-batch writes:
 
     python rewrite_tensors.py IN OUT [--keep A,B] [--i64 A,B] [--zero A]
-                                     [--fill A=V]
+                                     [--fill A=V] [--put A=K:V]
 
 --keep keeps only the tensors named (default all); --i64 widens I32 tensors
 to I64 (NumPy's default integers); --zero sets every value of a tensor to 0;
 --fill sets every value of an integer tensor to V (labels not scored,
-lengths out of range).
+lengths out of range); --put sets flat element K of an F32 tensor to V
+(nan, inf: values that are not numbers).
 Pure Python (safetensors_file.py), like same_tensors.py.
 """
 import struct
@@ -17,17 +18,18 @@ from safetensors_file import read_tensors as read, write_tensors
 
 
 def option(args, name):
-    if name not in args:
-        return []
-    i = args.index(name)
-    values = args[i + 1].split(",")
-    del args[i : i + 2]
+    """Every value of `name` (given once or more), taken out of args."""
+    values = []
+    while name in args:
+        i = args.index(name)
+        values += args[i + 1].split(",")
+        del args[i : i + 2]
     return values
 
 
 args = sys.argv[1:]
 keep, wide, zero = option(args, "--keep"), option(args, "--i64"), option(args, "--zero")
-fill = option(args, "--fill")
+fill, put = option(args, "--fill"), option(args, "--put")
 tensors = read(args[0])
 if keep:
     tensors = {name: tensors[name] for name in keep}
@@ -45,5 +47,13 @@ for spec in fill:
     code = {"I32": "i", "I64": "q"}[dtype]
     count = len(raw) // struct.calcsize(code)
     tensors[name] = (dtype, shape, struct.pack(f"<{count}{code}", *[int(value)] * count))
+for spec in put:
+    name, place = spec.split("=")
+    index, value = place.split(":")
+    dtype, shape, raw = tensors[name]
+    assert dtype == "F32", f"{name} is {dtype}"
+    values = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    values[int(index)] = float(value)
+    tensors[name] = (dtype, shape, struct.pack(f"<{len(values)}f", *values))
 
 write_tensors(args[1], tensors)
