@@ -223,8 +223,8 @@ const std::string kLambdaT =
 const std::string kGaps =
     param("p", kVec) + "  %sp = lru.softplus %p : " + kVec +
     "\n  %sign = arith.constant dense<[1.0, -1.0, 1.0]> : " + kVec +
-    "\n  %sm = lru.mul %sp, %sign : " + kVec + "\n  %lg = lru.log %sm : " +
-    kVec + "\n";
+    "\n  %sm = lru.mul %sp, %sign : " + kVec +
+    "\n  %lg = lru.log %sm : " + kVec + "\n";
 
 std::vector<Case> cases() {
   std::vector<Case> all = {

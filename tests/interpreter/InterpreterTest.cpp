@@ -138,8 +138,7 @@ TEST_F(Interpreter, RealUnary) {
   expectValues(onPositive("rsqrt"), {2, 1, 0.5, 1.0 / 3});
   Tensor gaps = Tensor::real({4}, {-2, NAN, 0, NAN});
   auto onGaps = [&](const std::string &op) {
-    return run(fn("%x: " + t, t, "  %y = lru." + op + " %x : " + t), {gaps})
-        .re;
+    return run(fn("%x: " + t, t, "  %y = lru." + op + " %x : " + t), {gaps}).re;
   };
   expectValues(onGaps("not_nan"), {1, 0, 1, 0});
   expectValues(onGaps("nan_to_zero"), {-2, 0, 0, 0});

@@ -108,7 +108,9 @@ public:
     return rewriter.create<MaxOp>(loc, a.getType(), a, b);
   }
 
-  Value notNan(Value x) { return rewriter.create<NotNanOp>(loc, x.getType(), x); }
+  Value notNan(Value x) {
+    return rewriter.create<NotNanOp>(loc, x.getType(), x);
+  }
   Value nanToZero(Value x) {
     return rewriter.create<NanToZeroOp>(loc, x.getType(), x);
   }
@@ -763,9 +765,9 @@ struct MsePattern : OpRewritePattern<MseOp> {
     // it depends on the parameters, so nothing differentiates it.
     Value scored = b.notNan(targets);
     if (lengths)
-      scored = b.mul(scored, b.broadcastLeading(b.lengthMask(MaskKind::prefix,
-                                                             lengths, pred),
-                                                targets));
+      scored = b.mul(
+          scored, b.broadcastLeading(
+                      b.lengthMask(MaskKind::prefix, lengths, pred), targets));
     Value diff = b.sub(pred, b.nanToZero(targets));
     Value loss = b.maskedMean(b.mul(diff, diff), scored);
     return replace(rewriter, op, loss);

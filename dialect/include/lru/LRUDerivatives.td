@@ -68,10 +68,10 @@ def : Derivative<LRU_StepOp, [(NoAdjoint)]>;
 // not_nan is piecewise constant; nan_to_zero passes dy where x is a number
 // (and is the constant 0 where it is not).
 def : Derivative<LRU_NotNanOp, [(NoAdjoint)]>;
+def : Derivative<LRU_NanToZeroOp, [(Mul $dy, (NotNan $x))]>;
 // y = max(a, b): dy goes to a where a > b, else to b.
 def : Derivative<LRU_MaxOp, [(Mul $dy, (Step (Sub $lhs, $rhs))),
                              (Sub $dy, (Mul $dy, (Step (Sub $lhs, $rhs))))]>;
-def : Derivative<LRU_NanToZeroOp, [(Mul $dy, (NotNan $x))]>;
 def : Derivative<LRU_StopGradientOp, [(NoAdjoint)]>;
 def : Derivative<LRU_GeluOp, [(Mul $dy, (GeluGrad $x, $approximate))]>;
 def : Derivative<LRU_ReluOp, [(Mul $dy, (Step $x))]>;

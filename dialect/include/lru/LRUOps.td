@@ -314,7 +314,8 @@ def LRU_CrossEntropyOp : LRU_InferOp<"cross_entropy"> {
 }
 
 def LRU_MseOp : LRU_InferOp<"mse"> {
-  let summary = "mean squared error over real examples or steps";
+  let summary = "mean squared error over real examples or steps (a NaN "
+                "target is a value not scored)";
   let arguments = (ins LRU_F32Tensor:$pred, LRU_F32Tensor:$targets,
                        Optional<LRU_I32Tensor>:$lengths);
   let results = (outs LRU_Scalar:$result);

@@ -347,12 +347,12 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
           perStep ? b.lengths.data() : nullptr, b.length, out.predictions(),
           &absoluteErrors[i]));
     else
-      weights[i] = perStep ? double(scoredSteps(b.lengths.data(),
-                                                b.stepLabels.empty()
-                                                    ? nullptr
-                                                    : b.stepLabels.data(),
-                                                count, b.length))
-                           : double(count);
+      weights[i] =
+          perStep ? double(scoredSteps(
+                        b.lengths.data(),
+                        b.stepLabels.empty() ? nullptr : b.stepLabels.data(),
+                        count, b.length))
+                  : double(count);
     lossSums[i] = double(out.loss()) * weights[i];
     if (classes > 0) {
       Hits h = countHits(out.predictions(), classes, b,

@@ -112,8 +112,8 @@ void inferLengths(const InputColumn &sequence, int64_t rows,
 /// they are not read (anything, NaN too) and become 0, as the tensors task
 /// feeds them: the model's masks multiply padding by 0, which a NaN would
 /// survive. `lengths`: the feature sequence's, [rows].
-void checkFeatures(InputColumn &features, const int32_t *lengths,
-                   int64_t rows, const std::string &file) {
+void checkFeatures(InputColumn &features, const int32_t *lengths, int64_t rows,
+                   const std::string &file) {
   const int64_t L = features.info->shape[1], C = features.info->shape[2];
   auto *values = reinterpret_cast<float *>(features.bytes.data());
   for (int64_t k = 0; k < rows; ++k) {

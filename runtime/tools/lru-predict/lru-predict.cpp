@@ -159,17 +159,14 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
         runner.forward(count, inputs.data(), outputs);
         double weight = double(count);
         if (ex.targets)
-          weight = double(scoredTargets(ex.targets + begin * row, count,
-                                        int64_t(row),
-                                        stepCounts ? stepCounts + begin
-                                                   : nullptr,
-                                        L));
+          weight = double(
+              scoredTargets(ex.targets + begin * row, count, int64_t(row),
+                            stepCounts ? stepCounts + begin : nullptr, L));
         else if (stepCounts)
-          weight = double(scoredSteps(stepCounts + begin,
-                                      ex.stepLabels
-                                          ? ex.stepLabels + begin * size_t(L)
-                                          : nullptr,
-                                      count, L));
+          weight = double(scoredSteps(
+              stepCounts + begin,
+              ex.stepLabels ? ex.stepLabels + begin * size_t(L) : nullptr,
+              count, L));
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
         // Per step: what the model computes past a sequence's end means
@@ -381,17 +378,17 @@ int predictMain(int argc, char **argv) {
     const bool perStep = predictions.shape.size() == 3;
     const auto values = int64_t(predictions.values.size()) / examples.rows;
     double absoluteErrors = 0;
-    const int64_t scored = scoredTargets(
-        examples.targets, examples.rows, values,
-        perStep ? examples.lengths : nullptr,
-        perStep ? predictions.shape[1] : 0, predictions.values.data(),
-        &absoluteErrors);
-    std::printf("%s: loss %.4f%s against \"targets\"\n", kTool,
-                predictions.loss,
-                targetErrors(predictions.loss,
-                             absoluteErrors / double(std::max<int64_t>(scored, 1)),
-                             scored)
-                    .c_str());
+    const int64_t scored =
+        scoredTargets(examples.targets, examples.rows, values,
+                      perStep ? examples.lengths : nullptr,
+                      perStep ? predictions.shape[1] : 0,
+                      predictions.values.data(), &absoluteErrors);
+    std::printf(
+        "%s: loss %.4f%s against \"targets\"\n", kTool, predictions.loss,
+        targetErrors(predictions.loss,
+                     absoluteErrors / double(std::max<int64_t>(scored, 1)),
+                     scored)
+            .c_str());
   } else if (withLoss) {
     std::printf("%s: loss %.4f\n", kTool, predictions.loss);
   }

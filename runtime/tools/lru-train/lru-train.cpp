@@ -727,10 +727,10 @@ public:
     if (regression()) {
       std::printf("%s: best val loss %.4f at step %lld (%s)\n", kTool,
                   bestLoss_, (long long)bestStep_, bestPath_.string().c_str());
-      std::printf("%s: test loss %.4f%s (%lld examples)\n", kTool, test.loss,
-                  targetErrors(test.loss, test.absoluteError, test.scored)
-                      .c_str(),
-                  (long long)test.examples);
+      std::printf(
+          "%s: test loss %.4f%s (%lld examples)\n", kTool, test.loss,
+          targetErrors(test.loss, test.absoluteError, test.scored).c_str(),
+          (long long)test.examples);
     } else {
       std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,
                   100 * bestAccuracy_, (long long)bestStep_,
@@ -878,18 +878,18 @@ ScoredValues scoredValues(const data::Dataset &d) {
   const bool perStep = d.supervision == data::Supervision::StepLabels ||
                        d.targetShape.size() == 2;
   const auto L = int64_t(d.length);
-  const int64_t values =
-      d.supervision == data::Supervision::Targets
-          ? int64_t(numElements(d.targetShape))
-          : L;
+  const int64_t values = d.supervision == data::Supervision::Targets
+                             ? int64_t(numElements(d.targetShape))
+                             : L;
   ScoredValues v;
   for (size_t i = 0; i < d.size(); ++i) {
-    const auto steps = int32_t(
-        d.kind == data::InputKind::Features
-            ? (d.featureLengths.empty() ? L : d.featureLengths[i])
-            : int64_t(d.sequence(i).size));
+    const auto steps =
+        int32_t(d.kind == data::InputKind::Features
+                    ? (d.featureLengths.empty() ? L : d.featureLengths[i])
+                    : int64_t(d.sequence(i).size));
     if (d.supervision == data::Supervision::StepLabels) {
-      v.scored += scoredSteps(&steps, d.stepLabels.data() + i * size_t(L), 1, L);
+      v.scored +=
+          scoredSteps(&steps, d.stepLabels.data() + i * size_t(L), 1, L);
       v.total += steps;
     } else {
       v.scored += scoredTargets(d.targets.data() + i * size_t(values), 1,
@@ -912,11 +912,10 @@ ScoredValues requireScored(const data::Dataset &d, const std::string &what) {
     throw HostError(fmt::format("{}: no step is scored (every label of a "
                                 "real step is negative)",
                                 what));
-  throw HostError(fmt::format("{}: no target is scored (every value of "
-                              "\"targets\"{} is NaN)",
-                              what,
-                              d.targetShape.size() == 2 ? " at a real step"
-                                                        : ""));
+  throw HostError(
+      fmt::format("{}: no target is scored (every value of "
+                  "\"targets\"{} is NaN)",
+                  what, d.targetShape.size() == 2 ? " at a real step" : ""));
 }
 
 int trainMain(int argc, char **argv) {

@@ -41,8 +41,8 @@ public:
              double accuracy, double time);
   /// A regression's record also has "mae", its mean absolute error (when
   /// `absoluteError` is a number).
-  void eval(int64_t step, int64_t epoch, const std::string &split,
-            double loss, double accuracy, int64_t examples, double time,
+  void eval(int64_t step, int64_t epoch, const std::string &split, double loss,
+            double accuracy, int64_t examples, double time,
             double absoluteError = std::nan(""));
 
 private:

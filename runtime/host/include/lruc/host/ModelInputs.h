@@ -16,8 +16,9 @@
 // Everything else out of place (a missing input, another shape or dtype,
 // different numbers of examples, a length outside 1..L, a feature at a real
 // step that is not finite, an infinite target: NaN marks a target not
-// scored) is a HostError naming the file and the input. Values the library checks itself (tokens
-// below the vocabulary, labels below the classes) are left to it.
+// scored) is a HostError naming the file and the input. Values the library
+// checks itself (tokens below the vocabulary, labels below the classes) are
+// left to it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LRUC_HOST_MODELINPUTS_H
