@@ -823,7 +823,8 @@ private:
     evalsSinceBest_ = best ? 0 : evalsSinceBest_ + 1;
     progress_->print(fmt::format(
         "step {}: val loss {:.4f}{}{}", step, r.loss,
-        regression() ? "" : fmt::format(", accuracy {:.2f}%", 100 * r.accuracy),
+        regression() ? fmt::format(", MAE {:.4f}", r.absoluteError)
+                     : fmt::format(", accuracy {:.2f}%", 100 * r.accuracy),
         best ? " (best so far)" : ""));
     // best first, so that last.safetensors never names a best that is not
     // there yet.
