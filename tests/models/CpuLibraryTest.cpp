@@ -824,15 +824,16 @@ std::vector<ModelCase> gpuModelCases() {
 /// half GLU's weight read through its bfloat16 shadow (pathx), scans
 /// chained over several blocks of a sequence (text_long), the kernels by
 /// columns with bfloat16 arrays (scifar_wide; the other wide models' loops
-/// are the same code, checked in fp32 by GpuDevice), and per-step logits in
-/// bfloat16 read by the cross entropy (token_tagging, weighted_tags).
+/// are the same code, checked in fp32 by GpuDevice), per-step logits in
+/// bfloat16 read by the cross entropy (token_tagging, weighted_tags), and
+/// per-step predictions against targets of which some are NaN (tagging).
 std::vector<ModelCase> bf16ModelCases() {
   std::vector<ModelCase> cases;
   for (const ModelCase &c : gpuModelCases())
     for (const char *name :
          {"text", "scifar_two_blocks_dropout", "pathfinder_bidirectional",
           "retrieval_two_towers", "pathx_bidirectional", "text_long",
-          "scifar_wide", "token_tagging", "weighted_tags"})
+          "scifar_wide", "token_tagging", "weighted_tags", "tagging"})
       if (c.name == name)
         cases.push_back(c);
   return cases;
