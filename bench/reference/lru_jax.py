@@ -218,7 +218,16 @@ def make_model(spec, lruc_dropout=True):
             scored = (~jnp.isnan(targets)).astype(logits.dtype)
             if per_step:
                 scored = scored * mask[..., None]
-            err = (logits - jnp.nan_to_num(targets, nan=0.0)) ** 2
+            d = logits - jnp.nan_to_num(targets, nan=0.0)
+            if spec.loss == "l1":
+                err = jnp.abs(d)
+            elif spec.loss == "huber":  # PyTorch's HuberLoss
+                delta = spec.huber_delta
+                a = jnp.abs(d)
+                err = jnp.where(a < delta, 0.5 * d ** 2,
+                                delta * (a - 0.5 * delta))
+            else:
+                err = d ** 2
             loss = (err * scored).sum() / jnp.maximum(scored.sum(), 1)
         return loss, (logits, state)
 

@@ -383,7 +383,14 @@ class Model(nn.Module):
             scored = (~torch.isnan(targets)).float()
             if per_step:
                 scored = scored * mask[..., None]
-            err = (logits - targets.nan_to_num(nan=0.0)) ** 2
+            given = targets.nan_to_num(nan=0.0)
+            if self.spec.loss == "l1":
+                err = F.l1_loss(logits, given, reduction="none")
+            elif self.spec.loss == "huber":
+                err = F.huber_loss(logits, given, reduction="none",
+                                   delta=self.spec.huber_delta)
+            else:
+                err = F.mse_loss(logits, given, reduction="none")
             loss = (err * scored).sum() / scored.sum().clamp(min=1)
         return loss, logits
 

@@ -40,6 +40,8 @@ class Spec:
     # A weight a class (`class_weights: [...]`), or None: the loss is
     # sum w[label] loss / sum w[label].
     class_weights: list = None
+    # Huber's threshold (`loss huber(delta: d)`): squared below, linear above.
+    huber_delta: float = 1.0
 
     def param_layers(self):
         """(block index, layer node, parameter prefix) for every layer; the
@@ -121,7 +123,8 @@ def parse_ast(text):
                 head=parts["head"], loss=parts["loss"].args["kind"],
                 label_smoothing=float(
                     parts["loss"].args.get("label_smoothing", 0.0)),
-                class_weights=_floats(parts["loss"].args.get("class_weights")))
+                class_weights=_floats(parts["loss"].args.get("class_weights")),
+                huber_delta=float(parts["loss"].args.get("delta", 1.0)))
 
 
 def _floats(value):

@@ -456,6 +456,13 @@ OwningOpRef<ModuleOp> ModelGen::run() {
         builder_.getF32FloatAttr(float(model_.loss.labelSmoothing)),
         weights.empty() ? DenseF32ArrayAttr()
                         : builder_.getDenseF32ArrayAttr(weights));
+  } else if (model_.loss.kind == ast::LossKind::MeanAbsoluteError) {
+    loss =
+        builder_.create<lru::L1LossOp>(lossLoc, logits, targets, lossLengths);
+  } else if (model_.loss.kind == ast::LossKind::Huber) {
+    loss = builder_.create<lru::HuberLossOp>(
+        lossLoc, logits, targets, lossLengths,
+        builder_.getF32FloatAttr(float(model_.loss.huberDelta)));
   } else {
     loss = builder_.create<lru::MseOp>(lossLoc, logits, targets, lossLengths);
   }

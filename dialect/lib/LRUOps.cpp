@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lru/LRUOps.h"
+#include <cmath>
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -503,11 +504,14 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-LogicalResult MseOp::inferReturnTypes(MLIRContext *context,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &types) {
-  ShapeChecker check(loc, getOperationName());
+/// The regression losses' shapes: pred [B, K] or [B, L, K], targets the
+/// same, lengths only per step.
+template <typename Adaptor>
+static LogicalResult inferRegressionLoss(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         StringRef name, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  ShapeChecker check(loc, name);
   if (failed(check.rank("pred", adaptor.getPred(), {2, 3},
                         "[B, K] or [B, L, K]")))
     return failure();
@@ -523,6 +527,13 @@ LogicalResult MseOp::inferReturnTypes(MLIRContext *context,
   if (failed(check.lengths(adaptor.getLengths(), pred.getDimSize(0))))
     return failure();
   types.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+LogicalResult HuberLossOp::verify() {
+  float delta = getDelta().convertToFloat();
+  if (!(delta > 0) || !std::isfinite(delta))
+    return emitOpError("expects a delta above 0, got ") << delta;
   return success();
 }
 

@@ -230,7 +230,8 @@ TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
   // |1 - 0.5| over the scored values.
   EXPECT_EQ(r.scored, 4);
   EXPECT_DOUBLE_EQ(r.absoluteError, 0.5);
-  EXPECT_EQ(targetErrors(0.25, r.absoluteError, r.scored),
+  EXPECT_DOUBLE_EQ(r.squaredError, 0.25);
+  EXPECT_EQ(targetErrors(r.squaredError, r.absoluteError, r.scored),
             ", RMSE 0.5000, MAE 0.5000 of 4 values");
   EXPECT_EQ(targetErrors(0, NAN, 0), ", no value scored");
   EXPECT_EQ(scoredTargets(d.targets.data(), 2, 4), 4);

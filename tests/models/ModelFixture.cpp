@@ -195,8 +195,11 @@ std::vector<ModelCase> smallModelCases() {
       // Class weights (one 0), per step with steps not scored and pooled.
       {"weighted_tags", "tests/models/Inputs/weighted_tags.lru", {}},
       {"weighted_classes", "tests/models/Inputs/weighted_classes.lru", {}},
-      // Pooled regression, some targets NaN (not scored).
+      // Pooled regression, some targets NaN (not scored); the Huber loss
+      // per step and the mean absolute error pooled.
       {"missing_targets", "tests/models/Inputs/missing_targets.lru", {}},
+      {"huber_tags", "tests/models/Inputs/huber_tags.lru", {}},
+      {"l1_pooled", "tests/models/Inputs/l1_pooled.lru", {}},
       // Long sequences and more than 32 channels: on the GPU, block sums
       // over more than one warp's worth of steps, and scans over several
       // tiles of steps and more than one block of channels.

@@ -26,6 +26,16 @@ const char *activationName(ast::ActivationKind kind) {
   return "?";
 }
 
+const char *lossName(ast::LossKind kind) {
+  switch (kind) {
+  case ast::LossKind::CrossEntropy: return "cross_entropy";
+  case ast::LossKind::MeanSquaredError: return "mse";
+  case ast::LossKind::MeanAbsoluteError: return "l1";
+  case ast::LossKind::Huber: return "huber";
+  }
+  return "?";
+}
+
 std::string layerText(const ast::LayerKind &kind) {
   struct Visitor {
     std::string operator()(const ast::LRULayer &l) const {
@@ -134,9 +144,10 @@ void printModel(const ast::Model &m, std::ostream &os) {
     fmt::print(os, "  head retrieval classes={} hidden={} activation={} {}\n",
                m.head.classes, m.head.hidden, activationName(m.head.activation),
                at(m.head.loc));
-  fmt::print(os, "  loss {}{}{} {}\n",
-             m.loss.kind == ast::LossKind::CrossEntropy ? "cross_entropy"
-                                                        : "mse",
+  fmt::print(os, "  loss {}{}{}{} {}\n", lossName(m.loss.kind),
+             m.loss.kind == ast::LossKind::Huber
+                 ? fmt::format(" delta={}", m.loss.huberDelta)
+                 : "",
              m.loss.labelSmoothing != 0
                  ? fmt::format(" label_smoothing={}", m.loss.labelSmoothing)
                  : "",

@@ -817,15 +817,23 @@ void Sema::loss(const Stmt &s, ast::Model &m) {
   const Expr *value = single(s, "loss cross_entropy");
   if (!value)
     return;
-  auto kind = choice(*value, "loss", {"cross_entropy", "mse"}, true);
+  auto kind =
+      choice(*value, "loss", {"cross_entropy", "mse", "l1", "huber"}, true);
   if (!kind)
     return;
-  m.loss.kind = *kind == "mse" ? ast::LossKind::MeanSquaredError
-                               : ast::LossKind::CrossEntropy;
+  m.loss.kind = *kind == "mse"     ? ast::LossKind::MeanSquaredError
+                : *kind == "l1"    ? ast::LossKind::MeanAbsoluteError
+                : *kind == "huber" ? ast::LossKind::Huber
+                                   : ast::LossKind::CrossEntropy;
   m.loss.loc = (*value)->loc;
-  if (m.loss.kind == ast::LossKind::MeanSquaredError) {
+  if (m.loss.kind == ast::LossKind::Huber) {
+    if (auto b = bind(*value, "huber", {{"delta", false}}))
+      realArg(*b, "delta", m.loss.huberDelta, 0, 1e6, /*minOpen=*/true);
+    return;
+  }
+  if (m.loss.kind != ast::LossKind::CrossEntropy) {
     if ((*value)->hasArgs)
-      bind(*value, "mse", {});
+      bind(*value, *kind, {});
     return;
   }
   auto b = bind(*value, "cross_entropy",

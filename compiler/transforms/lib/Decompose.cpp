@@ -108,12 +108,9 @@ public:
     return rewriter.create<MaxOp>(loc, a.getType(), a, b);
   }
 
-  Value notNan(Value x) {
-    return rewriter.create<NotNanOp>(loc, x.getType(), x);
-  }
-  Value nanToZero(Value x) {
-    return rewriter.create<NanToZeroOp>(loc, x.getType(), x);
-  }
+  Value notNan(Value x) { return unary<NotNanOp>(x); }
+  Value nanToZero(Value x) { return unary<NanToZeroOp>(x); }
+  Value relu(Value x) { return unary<ReluOp>(x); }
 
   Value complex(Value re, Value im) {
     auto type = RankedTensorType::get(tensorType(re).getShape(),
@@ -748,12 +745,39 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
-/// The mean of (pred - targets)^2 over the targets given: a NaN target is
-/// a value not scored (0 when a batch has none), and so is every value of
-/// a padded step.
-struct MsePattern : OpRewritePattern<MseOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(MseOp op,
+/// An error of d = pred - targets for each of the regression losses: d^2;
+/// |d| = relu(d) + relu(-d); Huber's m^2 / 2 + delta relu(|d| - delta) with
+/// m = |d| - relu(|d| - delta) = min(|d|, delta).
+Value regressionError(PrimitiveBuilder &b, MseOp, Value d) {
+  return b.mul(d, d);
+}
+Value absolute(PrimitiveBuilder &b, Value d) {
+  Value positive = b.relu(d);
+  Value negative = b.relu(b.neg(d));
+  return b.add(positive, negative);
+}
+Value regressionError(PrimitiveBuilder &b, L1LossOp, Value d) {
+  return absolute(b, d);
+}
+Value regressionError(PrimitiveBuilder &b, HuberLossOp op, Value d) {
+  // Constants shaped like the targets, which nothing differentiates.
+  Value delta = b.splat(op.getDelta().convertToDouble(), op.getTargets());
+  Value half = b.splat(0.5, op.getTargets());
+  Value a = absolute(b, d);
+  Value over = b.relu(b.sub(a, delta));
+  Value m = b.sub(a, over);
+  Value quadratic = b.mul(half, b.mul(m, m));
+  Value linear = b.mul(delta, over);
+  return b.add(quadratic, linear);
+}
+
+/// The mean of a regression loss's error over the targets given: a NaN
+/// target is a value not scored (0 when a batch has none), and so is every
+/// value of a padded step.
+template <typename LossOp>
+struct RegressionLossPattern : OpRewritePattern<LossOp> {
+  using OpRewritePattern<LossOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(LossOp op,
                                 PatternRewriter &rewriter) const override {
     Value pred = op.getPred(), targets = op.getTargets(),
           lengths = op.getLengths();
@@ -769,7 +793,7 @@ struct MsePattern : OpRewritePattern<MseOp> {
           scored, b.broadcastLeading(
                       b.lengthMask(MaskKind::prefix, lengths, pred), targets));
     Value diff = b.sub(pred, b.nanToZero(targets));
-    Value loss = b.maskedMean(b.mul(diff, diff), scored);
+    Value loss = b.maskedMean(regressionError(b, op, diff), scored);
     return replace(rewriter, op, loss);
   }
 };
@@ -780,8 +804,9 @@ void lruc::populateDecomposePatterns(RewritePatternSet &patterns,
                                      DecomposeMode mode) {
   MLIRContext *context = patterns.getContext();
   patterns.add<EmbedPattern, LinearPattern, LayerNormPattern,
-               RetrievalCombinePattern, CrossEntropyPattern, MsePattern>(
-      context);
+               RetrievalCombinePattern, CrossEntropyPattern,
+               RegressionLossPattern<MseOp>, RegressionLossPattern<L1LossOp>,
+               RegressionLossPattern<HuberLossOp>>(context);
   patterns.add<DropoutPattern, BatchNormPattern, GluPattern, RecurrencePattern,
                GeneralizedRecurrencePattern, PoolPattern>(context, mode);
 }

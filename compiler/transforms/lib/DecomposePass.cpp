@@ -168,7 +168,8 @@ LogicalResult decompose(func::FuncOp func, lruc::DecomposeMode mode) {
                       lru::GeneralizedRecurrenceOp, lru::GluOp,
                       lru::DropoutOp, lru::BatchNormOp, lru::LayerNormOp,
                       lru::PoolOp, lru::RetrievalCombineOp,
-                      lru::CrossEntropyOp, lru::MseOp>();
+                      lru::CrossEntropyOp, lru::MseOp, lru::L1LossOp,
+                      lru::HuberLossOp>();
   RewritePatternSet patterns(context);
   lruc::populateDecomposePatterns(patterns, mode);
   return applyPartialConversion(func, target, std::move(patterns));

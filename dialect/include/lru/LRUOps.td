@@ -313,16 +313,39 @@ def LRU_CrossEntropyOp : LRU_InferOp<"cross_entropy"> {
   }];
 }
 
-def LRU_MseOp : LRU_InferOp<"mse"> {
-  let summary = "mean squared error over real examples or steps (a NaN "
-                "target is a value not scored)";
-  let arguments = (ins LRU_F32Tensor:$pred, LRU_F32Tensor:$targets,
-                       Optional<LRU_I32Tensor>:$lengths);
+/// A regression loss: the mean of an error of (pred - targets) over the
+/// targets of real examples or steps that are not NaN (a NaN target is a
+/// value not scored).
+class LRU_RegressionLossOp<string mnemonic, string summaryText,
+                           dag attributes = (ins)>
+    : LRU_InferOp<mnemonic> {
+  let summary = summaryText;
+  let arguments = !con((ins LRU_F32Tensor:$pred, LRU_F32Tensor:$targets,
+                            Optional<LRU_I32Tensor>:$lengths), attributes);
   let results = (outs LRU_Scalar:$result);
   let assemblyFormat = [{
     $pred `,` $targets (`lengths` $lengths^)? attr-dict `:`
     functional-type(operands, results)
   }];
+  // One shape rule for the three (LRUOps.cpp).
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferRegressionLoss(context, loc, getOperationName(), adaptor,
+                                 types);
+    }
+  }];
+}
+
+def LRU_MseOp : LRU_RegressionLossOp<"mse", "mean squared error">;
+def LRU_L1LossOp : LRU_RegressionLossOp<"l1_loss", "mean absolute error">;
+def LRU_HuberLossOp
+    : LRU_RegressionLossOp<"huber_loss",
+                           "Huber loss: (d^2) / 2 where |d| < delta, else "
+                           "delta (|d| - delta / 2) (PyTorch's HuberLoss)",
+                           (ins F32Attr:$delta)> {
+  let hasVerifier = 1;
 }
 
 include "lru/LRUPrimitiveOps.td"

@@ -178,10 +178,10 @@ int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
 
 int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
                       const int32_t *lengths, int64_t steps,
-                      const float *predictions, double *absoluteErrors) {
+                      const float *predictions, TargetErrorSums *sums) {
   const int64_t width = lengths ? values / steps : 0;
   int64_t scored = 0;
-  double errors = 0;
+  TargetErrorSums errors;
   for (int64_t k = 0; k < count; ++k) {
     const int64_t row = k * values;
     const int64_t real = lengths ? lengths[k] * width : values;
@@ -189,21 +189,26 @@ int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
       if (std::isnan(targets[v]))
         continue;
       ++scored;
-      if (predictions)
-        errors += std::abs(double(predictions[v]) - double(targets[v]));
+      if (predictions) {
+        const double d = double(predictions[v]) - double(targets[v]);
+        errors.absolute += std::abs(d);
+        errors.squared += d * d;
+      }
     }
   }
-  if (absoluteErrors)
-    *absoluteErrors += errors;
+  if (sums) {
+    sums->absolute += errors.absolute;
+    sums->squared += errors.squared;
+  }
   return scored;
 }
 
-std::string targetErrors(double meanSquared, double absoluteError,
+std::string targetErrors(double meanSquared, double meanAbsolute,
                          int64_t scored) {
   if (scored == 0)
     return ", no value scored";
   return fmt::format(", RMSE {:.4f}, MAE {:.4f} of {} values",
-                     std::sqrt(meanSquared), absoluteError, scored);
+                     std::sqrt(meanSquared), meanAbsolute, scored);
 }
 
 Hits countHits(const float *predictions, int64_t classes,
@@ -318,8 +323,8 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   // A batch's loss is a mean over its examples or, per step, over its real
   // (scored) steps, or over its scored targets: each is weighed by how many
   // it averaged.
-  std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0),
-      absoluteErrors(numBatches, 0.0);
+  std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
+  std::vector<TargetErrorSums> errors(numBatches);
 
   threads = std::clamp<int>(threads, 1, int(numBatches));
   const auto workers = size_t(threads);
@@ -345,7 +350,7 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
       weights[i] = double(scoredTargets(
           b.targets.data(), count, int64_t(b.targets.size()) / count,
           perStep ? b.lengths.data() : nullptr, b.length, out.predictions(),
-          &absoluteErrors[i]));
+          &errors[i]));
     else
       weights[i] =
           perStep ? double(scoredSteps(
@@ -371,14 +376,20 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   result.classes = classes;
   result.perStep = dataset.supervision == data::Supervision::StepLabels;
   result.accuracy = std::numeric_limits<double>::quiet_NaN();
-  result.absoluteError = std::numeric_limits<double>::quiet_NaN();
+  result.absoluteError = result.squaredError =
+      std::numeric_limits<double>::quiet_NaN();
   if (dataset.supervision == data::Supervision::Targets) {
     const double scored = std::accumulate(weights.begin(), weights.end(), 0.0);
     result.scored = int64_t(scored);
-    if (scored > 0)
-      result.absoluteError =
-          std::accumulate(absoluteErrors.begin(), absoluteErrors.end(), 0.0) /
-          scored;
+    TargetErrorSums all; // in batch order, whatever the threads
+    for (const TargetErrorSums &e : errors) {
+      all.absolute += e.absolute;
+      all.squared += e.squared;
+    }
+    if (scored > 0) {
+      result.absoluteError = all.absolute / scored;
+      result.squaredError = all.squared / scored;
+    }
   }
   if (classes == 0)
     return result;

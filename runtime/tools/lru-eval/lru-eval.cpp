@@ -277,7 +277,8 @@ constexpr int64_t kConfusionColumns = 20;
 
 void printResult(const std::string &what, int64_t step, const EvalResult &r,
                  bool confusion) {
-  std::string accuracy = targetErrors(r.loss, r.absoluteError, r.scored);
+  std::string accuracy =
+      targetErrors(r.squaredError, r.absoluteError, r.scored);
   if (r.classes > 0)
     accuracy =
         std::isnan(r.accuracy)

@@ -377,18 +377,15 @@ int predictMain(int argc, char **argv) {
     // Regression: over the targets that are not NaN, at real steps.
     const bool perStep = predictions.shape.size() == 3;
     const auto values = int64_t(predictions.values.size()) / examples.rows;
-    double absoluteErrors = 0;
-    const int64_t scored =
-        scoredTargets(examples.targets, examples.rows, values,
-                      perStep ? examples.lengths : nullptr,
-                      perStep ? predictions.shape[1] : 0,
-                      predictions.values.data(), &absoluteErrors);
+    TargetErrorSums errors;
+    const int64_t scored = scoredTargets(
+        examples.targets, examples.rows, values,
+        perStep ? examples.lengths : nullptr,
+        perStep ? predictions.shape[1] : 0, predictions.values.data(), &errors);
+    const double n = double(std::max<int64_t>(scored, 1));
     std::printf(
         "%s: loss %.4f%s against \"targets\"\n", kTool, predictions.loss,
-        targetErrors(predictions.loss,
-                     absoluteErrors / double(std::max<int64_t>(scored, 1)),
-                     scored)
-            .c_str());
+        targetErrors(errors.squared / n, errors.absolute / n, scored).c_str());
   } else if (withLoss) {
     std::printf("%s: loss %.4f\n", kTool, predictions.loss);
   }

@@ -729,7 +729,8 @@ public:
                   bestLoss_, (long long)bestStep_, bestPath_.string().c_str());
       std::printf(
           "%s: test loss %.4f%s (%lld examples)\n", kTool, test.loss,
-          targetErrors(test.loss, test.absoluteError, test.scored).c_str(),
+          targetErrors(test.squaredError, test.absoluteError, test.scored)
+              .c_str(),
           (long long)test.examples);
     } else {
       std::printf("%s: best val accuracy %.2f%% at step %lld (%s)\n", kTool,

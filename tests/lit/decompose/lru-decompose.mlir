@@ -581,6 +581,43 @@ module {
 
 // -----
 
+// The mean absolute error |d| = relu(d) + relu(-d) and the Huber loss
+// m^2 / 2 + delta relu(|d| - delta) with m = |d| - relu(|d| - delta), both
+// over the targets that are not NaN.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[P:[a-z0-9]+]]: tensor<8x10xf32>, %[[T:[a-z0-9]+]]: tensor<8x10xf32>)
+// CHECK: %[[S:.*]] = lru.not_nan %[[T]]
+// CHECK: %[[T0:.*]] = lru.nan_to_zero %[[T]]
+// CHECK: %[[D:.*]] = lru.sub %[[P]], %[[T0]]
+// CHECK: %[[POS:.*]] = lru.relu %[[D]]
+// CHECK: %[[ND:.*]] = lru.neg %[[D]]
+// CHECK: %[[NEG:.*]] = lru.relu %[[ND]]
+// CHECK: %[[ABS:.*]] = lru.add %[[POS]], %[[NEG]]
+// CHECK: %[[AS:.*]] = lru.mul %[[ABS]], %[[S]]
+// CHECK: %[[L1:.*]] = lru.div
+// CHECK: %[[DELTA:.*]] = arith.constant dense<2.500000e-01> : tensor<8x10xf32>
+// CHECK: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : tensor<8x10xf32>
+// CHECK: %[[HABS:.*]] = lru.add
+// CHECK: %[[EXCESS:.*]] = lru.sub %[[HABS]], %[[DELTA]]
+// CHECK: %[[OVER:.*]] = lru.relu %[[EXCESS]]
+// CHECK: %[[M:.*]] = lru.sub %[[HABS]], %[[OVER]]
+// CHECK: %[[MM:.*]] = lru.mul %[[M]], %[[M]]
+// CHECK: %[[QUAD:.*]] = lru.mul %[[HALF]], %[[MM]]
+// CHECK: %[[LIN:.*]] = lru.mul %[[DELTA]], %[[OVER]]
+// CHECK: %[[H:.*]] = lru.add %[[QUAD]], %[[LIN]]
+// CHECK: lru.mul %[[H]], %{{.*}}
+// CHECK: %[[L2:.*]] = lru.div
+// CHECK-NEXT: return %[[L1]], %[[L2]]
+module {
+  func.func @forward(%p: tensor<8x10xf32>, %t: tensor<8x10xf32>) -> (tensor<f32>, tensor<f32>) {
+    %a = lru.l1_loss %p, %t : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
+    %b = lru.huber_loss %p, %t {delta = 0.25 : f32} : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<f32>
+    return %a, %b : tensor<f32>, tensor<f32>
+  }
+}
+
+// -----
+
 // Primitive ops and lru.add/relu/tanh/gelu are left as they are.
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x4xf32>, %[[LEN:[a-z0-9]+]]: tensor<?xi32>)

@@ -138,6 +138,10 @@ func.func @losses(%l2: tensor<?x10xf32>, %y1: tensor<?xi32>, %l3: tensor<?x16x10
   %c = lru.mse %l2, %t2 : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<f32>
   // CHECK: %[[D:.*]] = lru.mse %[[L3]], %[[T3]] lengths %[[LEN]] : (tensor<?x16x10xf32>, tensor<?x16x10xf32>, tensor<?xi32>) -> tensor<f32>
   %d = lru.mse %l3, %t3 lengths %len : (tensor<?x16x10xf32>, tensor<?x16x10xf32>, tensor<?xi32>) -> tensor<f32>
+  // CHECK: lru.l1_loss %[[L2]], %[[T2]] : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<f32>
+  %e = lru.l1_loss %l2, %t2 : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<f32>
+  // CHECK: lru.huber_loss %[[L3]], %[[T3]] lengths %[[LEN]] {delta = 5.000000e-01 : f32} : (tensor<?x16x10xf32>, tensor<?x16x10xf32>, tensor<?xi32>) -> tensor<f32>
+  %f = lru.huber_loss %l3, %t3 lengths %len {delta = 0.5 : f32} : (tensor<?x16x10xf32>, tensor<?x16x10xf32>, tensor<?xi32>) -> tensor<f32>
   // CHECK: return %[[A]], %[[B]], %[[C]], %[[D]]
   return %a, %b, %c, %d : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }

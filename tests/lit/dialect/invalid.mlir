@@ -569,6 +569,22 @@ func.func @mse_lengths_pooled(%p: tensor<?x10xf32>, %len: tensor<?xi32>) {
 
 // -----
 
+func.func @l1_loss_targets(%p: tensor<?x10xf32>, %t: tensor<?x11xf32>) {
+  // expected-error @+1 {{'lru.l1_loss' op expects targets of shape [B, K] = [?, 10], got 'tensor<?x11xf32>'}}
+  %loss = lru.l1_loss %p, %t : (tensor<?x10xf32>, tensor<?x11xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @huber_loss_delta(%p: tensor<?x10xf32>) {
+  // expected-error @+1 {{'lru.huber_loss' op expects a delta above 0, got -1}}
+  %loss = lru.huber_loss %p, %p {delta = -1.0 : f32} : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @mse_lengths(%p: tensor<2x16x10xf32>, %len: tensor<3xi32>) {
   // expected-error @+1 {{'lru.mse' op expects lengths of shape [B] = [2], got 'tensor<3xi32>'}}
   %loss = lru.mse %p, %p lengths %len : (tensor<2x16x10xf32>, tensor<2x16x10xf32>, tensor<3xi32>) -> tensor<f32>

@@ -154,10 +154,19 @@ struct Head {
   Loc loc;
 };
 
-enum class LossKind { CrossEntropy, MeanSquaredError };
+/// Cross entropy against labels; the others are regression losses against
+/// real targets (a NaN target is a value not scored).
+enum class LossKind {
+  CrossEntropy,
+  MeanSquaredError,
+  MeanAbsoluteError,
+  Huber
+};
 
 struct Loss {
   LossKind kind = LossKind::CrossEntropy;
+  /// Huber: squared below `huberDelta`, linear above (PyTorch's HuberLoss).
+  double huberDelta = 1;
   /// Cross entropy against (1 - s) onehot(label) + s / classes, in [0, 1).
   double labelSmoothing = 0;
   /// A weight a class (empty: all 1): the loss is sum w[label] loss / sum

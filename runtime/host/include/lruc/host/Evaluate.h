@@ -52,20 +52,26 @@ int64_t countCorrect(const float *predictions, int64_t classes,
 int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
                     int64_t count, int64_t steps);
 
+/// Sums of a regression's errors, |prediction - target| and its square.
+struct TargetErrorSums {
+  double absolute = 0, squared = 0;
+};
+
 /// How many of `count` examples' real targets (`values` floats each) a
-/// mean squared error scores: those that are not NaN (NaN marks a value not
+/// regression loss scores: those that are not NaN (NaN marks a value not
 /// scored) and, with `lengths`, within each example's real steps (targets
 /// [count, steps, values / steps]). With `predictions` (of the targets'
-/// shape), also adds |prediction - target| over them to `absoluteErrors`.
+/// shape), also adds their errors over them to `sums`.
 int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
                       const int32_t *lengths = nullptr, int64_t steps = 0,
                       const float *predictions = nullptr,
-                      double *absoluteErrors = nullptr);
+                      TargetErrorSums *sums = nullptr);
 
-/// What the tools print after a regression's loss (the mean squared error
-/// of `scored` values, whose mean absolute error is `absoluteError`):
-/// ", RMSE 0.0283, MAE 0.0221 of 8542 values", or ", no value scored".
-std::string targetErrors(double meanSquared, double absoluteError,
+/// What the tools print after a regression's loss, from the mean squared
+/// and absolute errors of `scored` values: ", RMSE 0.0283, MAE 0.0221 of
+/// 8542 values", or ", no value scored". (The loss may be another one's:
+/// `l1`, `huber`.)
+std::string targetErrors(double meanSquared, double meanAbsolute,
                          int64_t scored);
 
 /// Argmax hits of a batch's predictions (`classes` values each) against its
@@ -109,9 +115,9 @@ struct EvalResult {
   /// What the accuracy counts: the examples, or (perStep) the scored steps;
   /// for real targets, the values scored (not NaN, at real steps).
   int64_t scored = 0;
-  /// Real targets: the mean absolute error over the scored values (the
-  /// loss is their mean squared error); NaN otherwise or when none is.
-  double absoluteError = 0;
+  /// Real targets: the mean absolute and squared errors over the scored
+  /// values; NaN otherwise or when none is.
+  double absoluteError = 0, squaredError = 0;
   /// [label][predicted class], `classes` × `classes` (the predictions'
   /// width; 0 for real targets): how many examples (steps) of each label
   /// got each argmax (an all-NaN prediction counts in no column).
