@@ -140,6 +140,7 @@ std::vector<MetricsEntry> readMetrics(const fs::path &path) {
     read("loss", e.loss);
     read("accuracy", e.accuracy);
     read("time", e.time);
+    read("mae", e.absoluteError);
     entries.push_back(std::move(e));
   }
   if (entries.empty())

@@ -5,7 +5,9 @@
 // Two panels side by side: the loss against the step (training loss as a
 // solid line, averaged over buckets when a run has many steps; validation
 // loss dashed) and the accuracy (validation as a line with dots, training
-// batches' accuracy dotted and bucket-averaged, test as a diamond). One colour per run, named in the legend by its folder. Plain
+// batches' accuracy dotted and bucket-averaged, test as a diamond; for
+// regression runs alone, the mean absolute error instead). One colour per
+// run, named in the legend by its folder. Plain
 // SVG text, no dependency; any browser or image viewer shows it.
 //
 //===----------------------------------------------------------------------===//
@@ -41,8 +43,9 @@ struct Point {
 
 struct Run {
   std::string name;
+  // The second panel's: accuracy, or a regression's mean absolute error.
   std::vector<Point> trainLoss, trainAccuracy, valLoss, valAccuracy,
-      testAccuracy;
+      testAccuracy, valError, testError;
 };
 
 std::string escapeXml(const std::string &text) {
@@ -219,16 +222,36 @@ int plotMain(int argc, char **argv) {
           run.trainAccuracy.push_back({x, 100 * e.accuracy});
       } else if (e.split == "val") {
         run.valLoss.push_back({x, e.loss});
-        if (e.accuracy >= 0) // null for a model without one (loss mse)
+        if (e.accuracy >= 0) // null for a model without one (regression)
           run.valAccuracy.push_back({x, 100 * e.accuracy});
-      } else if (e.split == "test" && e.accuracy >= 0) {
-        run.testAccuracy.push_back({x, 100 * e.accuracy});
+        if (!std::isnan(e.absoluteError))
+          run.valError.push_back({x, e.absoluteError});
+      } else if (e.split == "test") {
+        if (e.accuracy >= 0)
+          run.testAccuracy.push_back({x, 100 * e.accuracy});
+        if (!std::isnan(e.absoluteError))
+          run.testError.push_back({x, e.absoluteError});
       }
     }
     run.trainLoss = bucketMeans(run.trainLoss, kMaxPoints);
     run.trainAccuracy = bucketMeans(run.trainAccuracy, kMaxPoints);
     runs.push_back(std::move(run));
   }
+  // Regression runs alone (no accuracy anywhere, a mean absolute error
+  // somewhere): the second panel shows that error instead.
+  const bool regression =
+      std::none_of(runs.begin(), runs.end(),
+                   [](const Run &r) {
+                     return !r.trainAccuracy.empty() ||
+                            !r.valAccuracy.empty() || !r.testAccuracy.empty();
+                   }) &&
+      std::any_of(runs.begin(), runs.end(),
+                  [](const Run &r) { return !r.valError.empty(); });
+  if (regression)
+    for (Run &r : runs) {
+      r.valAccuracy = std::move(r.valError);
+      r.testAccuracy = std::move(r.testError);
+    }
 
   constexpr double kPanelWidth = 420, kPanelHeight = 300;
   constexpr double kMarginLeft = 70, kGap = 90, kTop = 40;
@@ -268,7 +291,10 @@ int plotMain(int argc, char **argv) {
   settle(lossMin, lossMax, 0, 1);
   lossMin = std::min(lossMin, 0.0);
   settle(accMin, accMax, 0, 100);
-  accMax = std::min(accMax, 100.0);
+  if (regression)
+    accMin = std::min(accMin, 0.0);
+  else
+    accMax = std::min(accMax, 100.0);
 
   Panel loss{kMarginLeft, kTop, kPanelWidth, kPanelHeight,
              xMin, xMax, lossMin, lossMax};
@@ -281,8 +307,11 @@ int plotMain(int argc, char **argv) {
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       width, height);
-  svg += axes(loss, "loss", "cross-entropy");
-  svg += axes(acc, "accuracy", "accuracy (%)");
+  svg += axes(loss, "loss", regression ? "loss" : "cross-entropy");
+  if (regression)
+    svg += axes(acc, "mean absolute error", "MAE");
+  else
+    svg += axes(acc, "accuracy", "accuracy (%)");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run &r = runs[i];
     const char *colour = kColours[i % std::size(kColours)];
@@ -322,10 +351,13 @@ int plotMain(int argc, char **argv) {
                        kMarginLeft + 38, y + 4, escapeXml(runs[i].name));
   }
   svg += fmt::format(
-      "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333\">solid: training loss, "
-      "validation accuracy; dashed: validation loss; dotted: training "
-      "accuracy; diamond: test accuracy (best validation checkpoint)</text>\n</svg>\n",
-      kMarginLeft, y + 4);
+      "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#333\">{}</text>\n</svg>\n",
+      kMarginLeft, y + 4,
+      regression ? "solid: training loss, validation MAE; dashed: validation "
+                   "loss; diamond: test MAE (best validation checkpoint)"
+                 : "solid: training loss, validation accuracy; dashed: "
+                   "validation loss; dotted: training accuracy; diamond: test "
+                   "accuracy (best validation checkpoint)");
   writeFileAtomically(output, svg);
   std::printf("%s: wrote %s (%zu run%s)\n", kTool, output.string().c_str(),
               runs.size(), runs.size() == 1 ? "" : "s");

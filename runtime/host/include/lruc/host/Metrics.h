@@ -56,6 +56,7 @@ struct MetricsEntry {
   int64_t step = 0;
   std::string split; ///< empty for a train line
   double loss = 0, accuracy = -1, time = -1;
+  double absoluteError = std::nan(""); ///< "mae": a regression's evaluations
 };
 
 /// Reads a metrics.jsonl; skips nothing silently: a malformed line is a
