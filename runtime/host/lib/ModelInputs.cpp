@@ -1,11 +1,11 @@
 //===- ModelInputs.cpp - A model's inputs from a safetensors file ---------===//
 
 #include "lruc/host/ModelInputs.h"
+#include "lruc/host/TensorData.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -108,40 +108,6 @@ void inferLengths(const InputColumn &sequence, int64_t rows,
   }
 }
 
-/// Real features must be numbers at each example's real steps; past them
-/// they are not read (anything, NaN too) and become 0, as the tensors task
-/// feeds them: the model's masks multiply padding by 0, which a NaN would
-/// survive. `lengths`: the feature sequence's, [rows].
-void checkFeatures(InputColumn &features, const int32_t *lengths, int64_t rows,
-                   const std::string &file) {
-  const int64_t L = features.info->shape[1], C = features.info->shape[2];
-  auto *values = reinterpret_cast<float *>(features.bytes.data());
-  for (int64_t k = 0; k < rows; ++k) {
-    float *row = values + k * L * C;
-    const int64_t real = int64_t(lengths[k]) * C;
-    for (int64_t v = 0; v < real; ++v)
-      if (!std::isfinite(row[v]))
-        throw HostError(fmt::format(
-            "{}: \"{}\"[{}, {}, {}] = {} is not finite (steps past an "
-            "example's length are not read)",
-            file, features.info->name, k, v / C, v % C, row[v]));
-    std::fill(row + real, row + L * C, 0.0f);
-  }
-}
-
-/// A target may be NaN (a value not scored) but not infinite.
-
-void checkTargets(const InputColumn &targets, int64_t rows,
-                  const std::string &file) {
-  const auto *values = reinterpret_cast<const float *>(targets.bytes.data());
-  const size_t perRow = targets.rowBytes / sizeof(float);
-  for (size_t v = 0; v < size_t(rows) * perRow; ++v)
-    if (std::isinf(values[v]))
-      throw HostError(fmt::format("{}: \"targets\" value {} (example {}) is "
-                                  "not finite (NaN marks a value not scored)",
-                                  file, values[v], v / perRow));
-}
-
 } // namespace
 
 ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
@@ -209,8 +175,11 @@ ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
     if (!ex.lengths)
       ex.lengths = lengths;
     if (sequence && sequence->dtype == DType::F32)
-      checkFeatures(ex.columns[size_t(sequence - m.inputs.data())], lengths,
-                    rows, file.name());
+      prepareFeatures(reinterpret_cast<float *>(
+                          ex.columns[size_t(sequence - m.inputs.data())]
+                              .bytes.data()),
+                      rows, steps, sequence->shape.at(2), lengths, file.name(),
+                      sequence->name);
   }
   if (const TensorInfo *labels = m.findInput("labels");
       labels && labels->shape.size() == 2 && ex.hasLoss)
@@ -219,7 +188,9 @@ ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
   if (const TensorInfo *targets = m.findInput("targets");
       targets && ex.hasLoss) {
     const InputColumn &column = ex.columns[size_t(targets - m.inputs.data())];
-    checkTargets(column, rows, file.name());
+    const uint64_t perExample = column.rowBytes / sizeof(float);
+    checkTargets(reinterpret_cast<const float *>(column.bytes.data()),
+                 uint64_t(rows) * perExample, perExample, file.name());
     ex.targets = reinterpret_cast<const float *>(column.bytes.data());
   }
   return ex;

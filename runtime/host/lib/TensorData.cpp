@@ -111,30 +111,23 @@ void readFeatures(const SafetensorsFile &file, int64_t rows, data::Dataset &d) {
   const uint64_t count = numElements(stored->shape);
   d.values.resize(count);
   file.copyTo("features", DType::F32, d.values.data(), count);
-  const size_t step = size_t(d.channels), row = step * size_t(d.length);
+  std::vector<int32_t> lengths;
   if (file.find("lengths")) {
-    const std::vector<int64_t> lengths =
-        integerTensor(file, "lengths", 1, rows).values;
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      if (lengths[i] < 1 || lengths[i] > d.length)
+    for (int64_t v : integerTensor(file, "lengths", 1, rows).values) {
+      if (v < 1 || v > d.length)
         throw HostError(fmt::format("{}: example {} of \"features\" has {} "
                                     "steps, not 1 to {} (\"lengths\")",
-                                    file.name(), i, lengths[i], d.length));
-      std::fill(d.values.begin() +
-                    ptrdiff_t(i * row + size_t(lengths[i]) * step),
-                d.values.begin() + ptrdiff_t((i + 1) * row), 0.0f);
+                                    file.name(), lengths.size(), v, d.length));
+      lengths.push_back(int32_t(v));
     }
     // Every example the whole length: as without lengths.
     if (std::any_of(lengths.begin(), lengths.end(),
-                    [&](int64_t v) { return v != d.length; }))
-      d.featureLengths.assign(lengths.begin(), lengths.end());
+                    [&](int32_t v) { return v != d.length; }))
+      d.featureLengths = lengths;
   }
-  for (uint64_t k = 0; k < count; ++k)
-    if (!std::isfinite(d.values[k]))
-      throw HostError(fmt::format("{}: \"features\"[{}, {}, {}] = {} is not "
-                                  "finite",
-                                  file.name(), k / row, k % row / step,
-                                  k % step, d.values[k]));
+  prepareFeatures(d.values.data(), rows, d.length, d.channels,
+                  lengths.empty() ? nullptr : lengths.data(), file.name(),
+                  "features");
 }
 
 /// What the loss compares with: `targets` (F32 [n, ...]: loss mse) or
@@ -159,15 +152,8 @@ std::vector<int32_t> readSupervision(const SafetensorsFile &file,
     const uint64_t count = numElements(targets->shape);
     d.targets.resize(count);
     file.copyTo("targets", DType::F32, d.targets.data(), count);
-    // NaN marks a value not scored (the model's mse leaves it out);
-    // an infinity is a mistake.
-    for (uint64_t k = 0; k < count; ++k)
-      if (std::isinf(d.targets[k]))
-        throw HostError(fmt::format("{}: \"targets\" value {} (example {}) "
-                                    "is not finite (NaN marks a value not "
-                                    "scored)",
-                                    file.name(), d.targets[k],
-                                    k / (count / uint64_t(targets->shape[0]))));
+    checkTargets(d.targets.data(), count, count / uint64_t(targets->shape[0]),
+                 file.name());
     return std::vector<int32_t>(size_t(targets->shape[0]), 0);
   }
   const StoredTensor *stored = file.find("labels");
@@ -226,6 +212,30 @@ void checkStepWidth(const SafetensorsFile &file, data::Dataset &d) {
 }
 
 } // namespace
+
+void prepareFeatures(float *values, int64_t rows, int64_t L, int64_t C,
+                     const int32_t *lengths, const std::string &file,
+                     const std::string &name) {
+  for (int64_t k = 0; k < rows; ++k) {
+    float *row = values + k * L * C;
+    const int64_t real = (lengths ? int64_t(lengths[k]) : L) * C;
+    std::fill(row + real, row + L * C, 0.0f);
+    for (int64_t v = 0; v < real; ++v)
+      if (!std::isfinite(row[v]))
+        throw HostError(fmt::format("{}: \"{}\"[{}, {}, {}] = {} is not "
+                                    "finite",
+                                    file, name, k, v / C, v % C, row[v]));
+  }
+}
+
+void checkTargets(const float *values, uint64_t count, uint64_t perExample,
+                  const std::string &file) {
+  for (uint64_t v = 0; v < count; ++v)
+    if (std::isinf(values[v]))
+      throw HostError(fmt::format("{}: \"targets\" value {} (example {}) is "
+                                  "not finite (NaN marks a value not scored)",
+                                  file, values[v], v / perExample));
+}
 
 data::Dataset readTensorData(const fs::path &root, data::Split split,
                              int64_t length) {

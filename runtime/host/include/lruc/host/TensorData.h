@@ -50,6 +50,20 @@ data::Dataset readTensorData(const std::filesystem::path &root,
 /// every invariant of data::Dataset (the fuzz target checks it).
 data::Dataset tensorDataFrom(const SafetensorsFile &file, int64_t length);
 
+/// Real-valued features [rows, L, C] (`name` in `file`) as a model reads
+/// them, in place: each example's steps past `lengths[k]` (null: none) are
+/// not read and become 0 (the model's masks multiply padding by 0, which a
+/// NaN would survive); the others must be finite (a HostError naming the
+/// element otherwise). The tensors task and lru-predict's inputs share it.
+void prepareFeatures(float *values, int64_t rows, int64_t L, int64_t C,
+                     const int32_t *lengths, const std::string &file,
+                     const std::string &name);
+
+/// Real targets, `perExample` floats each: NaN marks a value not scored,
+/// an infinity is a HostError naming the example.
+void checkTargets(const float *values, uint64_t count, uint64_t perExample,
+                  const std::string &file);
+
 /// Whether `root` holds a val.safetensors.
 bool tensorDataHasValidation(const std::filesystem::path &root);
 
