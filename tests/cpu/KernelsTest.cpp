@@ -1279,6 +1279,53 @@ TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
   }
 }
 
+// An entry point's results: sizes around the 64 KiB pieces the copy is
+// split into (0 bytes, less than one, several and a ragged end), a result
+// that is its own source (updated in place) and one whose source overlaps
+// it in part, at 1-3 threads.
+TEST(CpuThreads, CopyResultsCopiesEachResultWhole) {
+  ThreadCountGuard guard;
+  const std::vector<int64_t> sizes = {0, 5, 65536, 3 * 65536 + 17, 1000003};
+  for (int threads : {1, 2, 3}) {
+    lruc::cpu::setThreadCount(threads);
+    std::vector<std::vector<char>> sources, targets;
+    for (size_t r = 0; r < sizes.size(); ++r) {
+      std::vector<char> source(size_t(sizes[r]));
+      for (size_t i = 0; i < source.size(); ++i)
+        source[i] = char((i * 7 + r * 13) % 251);
+      sources.push_back(source);
+      targets.emplace_back(source.size(), char(-1));
+    }
+    // In place, and overlapping: bytes [100, 300000) moved 64 bytes down.
+    std::vector<char> inPlace(200000, 'a'), overlapping(300000);
+    for (size_t i = 0; i < overlapping.size(); ++i)
+      overlapping[i] = char(i % 253);
+    const std::vector<char> before = overlapping;
+    std::vector<void *> to;
+    std::vector<const void *> from;
+    std::vector<int64_t> bytes;
+    for (size_t r = 0; r < sizes.size(); ++r) {
+      to.push_back(targets[r].data());
+      from.push_back(sources[r].data());
+      bytes.push_back(sizes[r]);
+    }
+    to.push_back(inPlace.data());
+    from.push_back(inPlace.data());
+    bytes.push_back(int64_t(inPlace.size()));
+    to.push_back(overlapping.data() + 36);
+    from.push_back(overlapping.data() + 100);
+    bytes.push_back(int64_t(overlapping.size()) - 100);
+    lruc::cpu::copyResults(to.data(), from.data(), bytes.data(),
+                           int(to.size()));
+    for (size_t r = 0; r < sizes.size(); ++r)
+      EXPECT_EQ(targets[r], sources[r])
+          << threads << " threads, " << sizes[r] << " bytes";
+    EXPECT_EQ(inPlace, std::vector<char>(200000, 'a'));
+    for (size_t i = 36; i < overlapping.size() - 64; ++i)
+      ASSERT_EQ(overlapping[i], before[i + 64]) << threads << " threads, " << i;
+  }
+}
+
 // Step mode's pattern: thousands of tiny regions back to back, where
 // workers poll between regions and may join one that the others have
 // already finished; now and then a pause long enough for them to sleep;

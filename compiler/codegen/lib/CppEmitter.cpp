@@ -825,9 +825,17 @@ private:
   }
 
   LogicalResult emitReturn(func::ReturnOp op) {
+    if (op.getNumOperands() == 0)
+      return success();
+    os << "  {\n    const void *from[] = {";
     for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      os << "  std::memmove(results[" << i << "], " << get(v) << ", sizeof("
-         << elementType(v.getType()) << ") * (" << count(v) << "));\n";
+      os << (i ? ", " : "") << get(v);
+    os << "};\n    const int64_t bytes[] = {";
+    for (auto [i, v] : llvm::enumerate(op.getOperands()))
+      os << (i ? ", " : "") << "int64_t(sizeof(" << elementType(v.getType())
+         << ") * (" << count(v) << "))";
+    os << "};\n    lruc::cpu::copyResults(results, from, bytes, "
+       << op.getNumOperands() << ");\n  }\n";
     return success();
   }
 

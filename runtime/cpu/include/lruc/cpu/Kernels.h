@@ -166,6 +166,14 @@ template <class T>
 void concat(const T *const *parts, const Shape *partShapes, int count,
             int dim, T *y);
 
+/// to[i] <- from[i], bytes[i] each, for i < count, split across the pool:
+/// an entry point's results copied out of the workspace at its end (the
+/// copy may alias an input: train_step's updated parameters and moments go
+/// back over the blocks it read). A result that overlaps its source in
+/// part is moved whole on one thread.
+void copyResults(void *const *to, const void *const *from, const int64_t *bytes,
+                 int count);
+
 /// The `size` entries of `dim` from `offset`.
 template <class T>
 void slice(const T *x, const Shape &xShape, int dim, int64_t offset,
