@@ -13,6 +13,10 @@ batch with padding:
   grad         every parameter's gradient
   train_step   the parameters, AdamW moments and running statistics after
                one train_step (lr of the model's schedule peak, step 1)
+  second step  the same after a second train_step from the first's results
+               (moments no longer 0, so each moment's decay, the bias
+               correction at step 2 and the running statistics' second
+               update count) on another batch, dropout key and lr
 
 A tensor agrees when max|ref - lruc| <= rtol * max|ref| + atol (rtol 1e-4,
 atol 1e-6 by default): relative to its largest element, so that entries
@@ -109,19 +113,23 @@ def output_mask(library, inputs):
     return real[..., None].astype(np.float64)
 
 
-def lruc_results(half, params, state, inputs, key, lr, stream=None):
+def lruc_results(half, params, state, inputs, key, lr, second, stream=None):
     """What lruc computes: `half` is the library's CPU half (ModelLibrary)
     or its GPU half (GpuModelLibrary), which answer the same calls;
-    `stream`, step mode's predictions (lruc_stream), or None."""
+    `second`, the (inputs, key, lr) of the second train step; `stream`,
+    step mode's predictions (lruc_stream), or None."""
     loss, preds = half.forward(params, state, inputs)
     (t_loss, t_preds), t_state = half.forward_train(params, state, inputs, key)
     g_loss, grads = half.backward(params, state, inputs, key)
     zeros = np.zeros_like(params)
     _, p1, m1, v1, s1 = half.train_step(params, zeros, zeros, state, lr, 1.0,
                                         inputs, key)
+    inputs2, key2, lr2 = second
+    _, p2, m2, v2, s2 = half.train_step(p1, m1, v1, s1, lr2, 2.0, inputs2,
+                                        key2)
     return dict(forward=(loss, preds), train=(t_loss, t_preds, t_state),
                 grad_loss=g_loss, grads=grads, step=(p1, m1, v1, s1),
-                stream=stream)
+                step2=(p2, m2, v2, s2), stream=stream)
 
 
 def lruc_stream(library, params, state, inputs):
@@ -140,7 +148,16 @@ def lruc_stream(library, params, state, inputs):
     return preds[-1]
 
 
-def torch_results(spec, checkpoint, library, inputs, key, lr):
+def torch_adam_block(model):
+    """The parameters and AdamW moments, copied (the tensors change in
+    place at the next step)."""
+    return ({k: p.detach().numpy().copy()
+             for k, p in model.named_parameters()},
+            {k: m.numpy().copy() for k, (m, _) in model._adam.items()},
+            {k: v.numpy().copy() for k, (_, v) in model._adam.items()})
+
+
+def torch_results(spec, checkpoint, library, inputs, key, lr, second):
     import torch
     import lru_torch
     torch.manual_seed(0)
@@ -172,16 +189,22 @@ def torch_results(spec, checkpoint, library, inputs, key, lr):
     buffers = dict(model.named_buffers())
     new_state = {k: v.numpy().copy() for k, v in buffers.items()}
     grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters()}
-    lru_torch.adamw_step(model, lr, 1, library.manifest["optimizer"])
-    stepped = {k: p.detach().numpy() for k, p in model.named_parameters()}
-    moments = ({k: m.numpy() for k, (m, _) in model._adam.items()},
-               {k: v.numpy() for k, (_, v) in model._adam.items()})
+    optimizer = library.manifest["optimizer"]
+    lru_torch.adamw_step(model, lr, 1, optimizer)
+    first = torch_adam_block(model)
+    inputs2, key2, lr2 = second
+    model.zero_grad(set_to_none=True)
+    loss2, _ = model(inputs2, train=True, dropout_key=key2)
+    loss2.backward()
+    state2 = {k: v.numpy().copy() for k, v in model.named_buffers()}
+    lru_torch.adamw_step(model, lr2, 2, optimizer)
     return dict(forward=forward, fft=fft_preds.numpy(), stream=step_preds,
                 train=(loss.item(), preds.detach().numpy(), new_state),
-                grads=grads, step=(stepped, *moments, new_state))
+                grads=grads, step=(*first, new_state),
+                step2=(*torch_adam_block(model), state2))
 
 
-def jax_results(spec, checkpoint, library, inputs, key, lr):
+def jax_results(spec, checkpoint, library, inputs, key, lr, second):
     import jax
     import lru_jax
     # fp32 products, as lruc's: on a GPU JAX's default precision multiplies
@@ -196,20 +219,28 @@ def jax_results(spec, checkpoint, library, inputs, key, lr):
     forward_fn = jax.jit(lambda p_, s_, x_: apply(p_, s_, x_, train=False))
     loss, (preds, _) = forward_fn(p, s, x)
     forward = (float(loss), np.asarray(preds))
+    # The dropout key is a static argument: lru_jax draws lruc's masks on
+    # the host.
     grad_fn = jax.jit(jax.value_and_grad(
-        lambda p_, s_, x_: apply(p_, s_, x_, train=True, dropout_key=key),
-        has_aux=True))
-    (t_loss, (t_preds, t_state)), grads = grad_fn(p, s, x)
+        lambda p_, s_, x_, key_: apply(p_, s_, x_, train=True,
+                                       dropout_key=key_),
+        has_aux=True), static_argnums=3)
+    (t_loss, (t_preds, t_state)), grads = grad_fn(p, s, x, key)
     optimizer = library.manifest["optimizer"]
-    step_fn = jax.jit(lambda p_, g_, adam_: lru_jax.adamw_step(
-        p_, g_, adam_, lr, 1, optimizer))
+    step_fn = jax.jit(lambda p_, g_, adam_, lr_, step_: lru_jax.adamw_step(
+        p_, g_, adam_, lr_, step_, optimizer), static_argnums=(3, 4))
     zeros = {k: jax.numpy.zeros_like(v) for k, v in p.items()}
-    p1, (m1, v1) = step_fn(p, grads, (zeros, zeros))
+    p1, (m1, v1) = step_fn(p, grads, (zeros, zeros), lr, 1)
+    inputs2, key2, lr2 = second
+    x2 = {k: jax.numpy.asarray(v) for k, v in inputs2.items()}
+    (_, (_, state2)), grads2 = grad_fn(p1, t_state, x2, key2)
+    p2, (m2, v2) = step_fn(p1, grads2, (m1, v1), lr2, 2)
     as_np = lambda d: {k: np.asarray(v) for k, v in d.items()}
     return dict(forward=forward,
                 train=(float(t_loss), np.asarray(t_preds), as_np(t_state)),
                 grads=as_np(grads),
-                step=(as_np(p1), as_np(m1), as_np(v1), as_np(t_state)))
+                step=(as_np(p1), as_np(m1), as_np(v1), as_np(t_state)),
+                step2=(as_np(p2), as_np(m2), as_np(v2), as_np(state2)))
 
 
 def compare_all(report, framework, ref, got, library, mask):
@@ -236,16 +267,17 @@ def compare_all(report, framework, ref, got, library, mask):
     report.compare(framework, "backward loss", ref["train"][0], got["grad_loss"])
     for name, value in unpack(got["grads"], library.params).items():
         report.compare(framework, f"grad {name}", ref["grads"][name], value)
-    p1, m1, v1, s1 = got["step"]
-    for label, block, ref_named in (("param", p1, ref["step"][0]),
-                                    ("adam_m", m1, ref["step"][1]),
-                                    ("adam_v", v1, ref["step"][2])):
-        for name, value in unpack(block, library.params).items():
-            report.compare(framework, f"train_step {label} {name}",
-                           ref_named[name], value)
-    for name, value in unpack(s1, library.state).items():
-        report.compare(framework, f"train_step {name}", ref["step"][3][name],
-                       value)
+    for step, what in (("step", "train_step"), ("step2", "second step")):
+        params, m, v, state = got[step]
+        for label, block, ref_named in (("param", params, ref[step][0]),
+                                        ("adam_m", m, ref[step][1]),
+                                        ("adam_v", v, ref[step][2])):
+            for name, value in unpack(block, library.params).items():
+                report.compare(framework, f"{what} {label} {name}",
+                               ref_named[name], value)
+        for name, value in unpack(state, library.state).items():
+            report.compare(framework, f"{what} {name}", ref[step][3][name],
+                           value)
 
 
 def main():
@@ -319,10 +351,12 @@ def main():
     inputs = make_inputs(library, args.batch, args.seed)
     key = (1234 + args.seed, 3)
     lr = 2e-3
+    second = (make_inputs(library, args.batch, args.seed + 1),
+              (1234 + args.seed, 4), 1.5e-3)
     got = {}
     if args.device in ("cpu", "both"):
         got["lruc"] = lruc_results(
-            library, params, state, inputs, key, lr,
+            library, params, state, inputs, key, lr, second,
             stream=lruc_stream(library, params, state, inputs))
     if args.device in ("gpu", "both"):
         if args.simulated_kernels:
@@ -342,12 +376,13 @@ def main():
         gpu = GpuModelLibrary(library, device)
         # Step mode stays the CPU's (lruc-gpu-library-tests checks the
         # GPU's against it).
-        got["lruc GPU"] = lruc_results(gpu, params, state, inputs, key, lr)
+        got["lruc GPU"] = lruc_results(gpu, params, state, inputs, key, lr,
+                                       second)
     report = Report(args.rtol, args.atol)
     mask = output_mask(library, inputs)
     for framework in args.frameworks.split(","):
         run = {"torch": torch_results, "jax": jax_results}[framework]
-        ref = run(spec, checkpoint, library, inputs, key, lr)
+        ref = run(spec, checkpoint, library, inputs, key, lr, second)
         for side, results in got.items():
             before = len(report.failures)
             label = framework if side == "lruc" else f"{framework} vs {side}"
