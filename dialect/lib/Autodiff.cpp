@@ -64,6 +64,9 @@ Value AdjointBuilder::step(Value x) {
 Value AdjointBuilder::notNan(Value x) {
   return b_.create<NotNanOp>(loc_, x.getType(), x);
 }
+Value AdjointBuilder::masked(Value x, Value mask) {
+  return b_.create<MaskedOp>(loc_, x.getType(), x, mask);
+}
 Value AdjointBuilder::geluGrad(Value x, bool approximate) {
   return b_.create<GeluGradOp>(loc_, x.getType(), x, approximate);
 }
@@ -191,7 +194,8 @@ Value AdjointBuilder::scan(Value lambda, Value b, Value init, Value lengths,
 }
 
 /// x [B, L, N] times the length mask of `kind`, broadcast over N.
-static Value masked(AdjointBuilder &ab, Value x, Value lengths, MaskKind kind) {
+static Value timesLengthMask(AdjointBuilder &ab, Value x, Value lengths,
+                             MaskKind kind) {
   auto type = cast<RankedTensorType>(x.getType());
   auto maskType = RankedTensorType::get(
       {type.getDimSize(0), type.getDimSize(1)}, ab.builder().getF32Type());
@@ -207,12 +211,12 @@ Value AdjointBuilder::lastStep(Value x, Value lengths) {
   auto type = cast<RankedTensorType>(x.getType());
   if (!lengths)
     return reduceSum(slice(x, 1, type.getDimSize(1) - 1, 1), {1});
-  return reduceSum(masked(*this, x, lengths, MaskKind::last), {1});
+  return reduceSum(timesLengthMask(*this, x, lengths, MaskKind::last), {1});
 }
 
 Value AdjointBuilder::firstStep(Value x, Value lengths) {
   if (lengths)
-    x = masked(*this, x, lengths, MaskKind::prefix);
+    x = timesLengthMask(*this, x, lengths, MaskKind::prefix);
   return reduceSum(slice(x, 1, 0, 1), {1});
 }
 

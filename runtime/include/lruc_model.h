@@ -100,9 +100,9 @@ typedef struct lruc_model {
   /* The model inputs, in call order (the dropout key, lr and step are
      separate arguments), and the outputs of `forward`: the loss (a scalar)
      then the predictions. Padding (the steps past each sequence's length)
-     is masked by products with 0, so real-valued inputs there must be
-     finite (lru-predict and the tensors task feed 0); a NaN target is a
-     value not scored. */
+     is never read: features and per-step targets there may hold anything,
+     NaN and infinities too (the library zeroes them before anything reads
+     them); a NaN target at a real step is a value not scored. */
   int32_t num_inputs;
   const lruc_tensor_info *inputs;
   int32_t num_outputs;

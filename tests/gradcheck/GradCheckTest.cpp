@@ -247,6 +247,15 @@ std::vector<Case> cases() {
        param("p2", kVec) + kGaps + "  %nn = lru.not_nan %lg : " + kVec +
            "\n  %out = lru.mul %p2, %nn : " + kVec + "\n",
        kVec},
+      // The mask [1, 0, 1] keeps the ends; over kGaps it zeroes the NaN.
+      {"masked",
+       param("p", kVec) + "  %m = arith.constant dense<[1.0, 0.0, 1.0]> : " +
+           kVec + "\n  %out = lru.masked %p, %m : " + kVec + "\n",
+       kVec},
+      {"masked_nan",
+       kGaps + "  %m = arith.constant dense<[1.0, 0.0, 1.0]> : " + kVec +
+           "\n  %out = lru.masked %lg, %m : " + kVec + "\n",
+       kVec},
       {"gelu", unary("gelu %p"), kVec},
       {"gelu_approximate", unary("gelu %p approximate"), kVec},
       {"exp_complex", kComplexVec + "  %out = lru.exp %c : " + kVecC + "\n",

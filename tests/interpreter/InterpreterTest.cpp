@@ -142,6 +142,18 @@ TEST_F(Interpreter, RealUnary) {
   };
   expectValues(onGaps("not_nan"), {1, 0, 1, 0});
   expectValues(onGaps("nan_to_zero"), {-2, 0, 0, 0});
+  // masked: x where the mask is not 0; a NaN or an infinity it drops is 0.
+  Tensor values = Tensor::real({4}, {-2, NAN, INFINITY, NAN});
+  Tensor mask = Tensor::real({4}, {1, 0, 0, 1});
+  std::vector<double> kept =
+      run(fn("%x: " + t + ", %m: " + t, t, "  %y = lru.masked %x, %m : " + t),
+          {values, mask})
+          .re;
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_EQ(kept[0], -2);
+  EXPECT_EQ(kept[1], 0);
+  EXPECT_EQ(kept[2], 0);
+  EXPECT_TRUE(std::isnan(kept[3]));
 }
 
 TEST_F(Interpreter, GeluAndItsDerivative) {

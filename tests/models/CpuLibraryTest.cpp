@@ -30,9 +30,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -619,6 +621,140 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_FALSE(isMapped(path));
 }
 
+/// Sets the features and per-step targets of `args` (@forward_train's)
+/// past each sequence's length to `value`; returns how many values it set.
+int fillPadding(mlir::func::FuncOp train, std::vector<Tensor> &args,
+                float value) {
+  std::vector<int64_t> lengths;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (lruc::testing::inputTag(train, i) == "lengths")
+      lengths = args[i].ints;
+  int changed = 0;
+  for (unsigned i = 0; i < args.size() && !lengths.empty(); ++i) {
+    const std::string tag = lruc::testing::inputTag(train, i);
+    auto type =
+        mlir::cast<mlir::RankedTensorType>(train.getArgument(i).getType());
+    if ((tag != "features" && tag != "targets") || type.getRank() != 3)
+      continue;
+    const int64_t steps = type.getDimSize(1), width = type.getDimSize(2);
+    for (size_t b = 0; b < lengths.size(); ++b)
+      for (int64_t t = lengths[b]; t < steps; ++t)
+        for (int64_t k = 0; k < width; ++k, ++changed)
+          args[i].re[(b * steps + t) * width + k] = value;
+  }
+  return changed;
+}
+
+/// The models whose padding tests run: features with BatchNorm, dropout
+/// and two blocks; per-step features and targets.
+std::vector<ModelCase> paddingCases() {
+  return {{"scifar_padding",
+           "models/scifar.lru",
+           {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 2}, {"DROPOUT", 0.25}}},
+          {"huber_tags_padding", "tests/models/Inputs/huber_tags.lru", {}}};
+}
+
+/// What a caller leaves past each sequence's length is never read: the
+/// features (and per-step targets) there as 0, NaN or an infinity give the
+/// same loss, predictions, new running statistics, gradients and updated
+/// parameters, bit for bit. A product with a length mask would keep NaN
+/// there (NaN * 0 is NaN), and BatchNorm's statistics and the weight
+/// gradients would carry it to every example.
+TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
+  for (const ModelCase &c : paddingCases()) {
+    BuiltModel built;
+    buildModel(c, built);
+    if (HasFatalFailure())
+      return;
+    auto &[context, errors, path, module, lib] = built;
+    const lruc_model &m = *lib.model;
+    auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
+    constexpr int64_t kBatch = 3;
+    std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
+    const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
+    std::vector<int64_t> lengths;
+    for (unsigned i = 0; i < args.size(); ++i)
+      if (lruc::testing::inputTag(train, i) == "lengths")
+        lengths = args[i].ints;
+    ASSERT_EQ(lengths.size(), size_t(kBatch)) << c.name;
+    ASSERT_LT(*std::min_element(lengths.begin(), lengths.end()),
+              *std::max_element(lengths.begin(), lengths.end()))
+        << c.name << ": the batch has no padding";
+    std::vector<float> params(m.param_floats), state(m.state_floats);
+    char message[512] = "";
+    ASSERT_EQ(m.init(7, params.data(), state.data(), message, sizeof message),
+              0)
+        << message;
+
+    // Everything the library computes from one batch, in one vector.
+    auto run = [&](float padding) {
+      std::vector<Tensor> padded = args;
+      EXPECT_GT(fillPadding(train, padded, padding), 0) << c.name;
+      Buffers inputs = inputBuffers(train, padded);
+      std::vector<float> all, newState(m.state_floats), grads(m.param_floats);
+      std::vector<std::vector<float>> outputs;
+      for (int o = 0; o < m.num_outputs; ++o) {
+        int64_t size = 1;
+        for (int d = 0; d < m.outputs[o].rank; ++d)
+          size *= m.outputs[o].shape[d] < 0 ? kBatch : m.outputs[o].shape[d];
+        outputs.emplace_back(size_t(size));
+      }
+      std::vector<float *> outputPtrs;
+      for (auto &o : outputs)
+        outputPtrs.push_back(o.data());
+      auto keep = [&](const std::vector<float> &v) {
+        all.insert(all.end(), v.begin(), v.end());
+      };
+      EXPECT_EQ(m.forward(kBatch, params.data(), state.data(),
+                          inputs.pointers.data(), outputPtrs.data(), message,
+                          sizeof message),
+                0)
+          << message;
+      for (auto &o : outputs)
+        keep(o);
+      EXPECT_EQ(m.forward_train(kBatch, params.data(), state.data(),
+                                inputs.pointers.data(), key, outputPtrs.data(),
+                                newState.data(), message, sizeof message),
+                0)
+          << message;
+      for (auto &o : outputs)
+        keep(o);
+      keep(newState);
+      float loss = 0;
+      EXPECT_EQ(m.backward(kBatch, params.data(), state.data(),
+                           inputs.pointers.data(), key, &loss, grads.data(),
+                           message, sizeof message),
+                0)
+          << message;
+      keep({loss});
+      keep(grads);
+      std::vector<float> p = params, s = state, m1(m.param_floats, 0.0f),
+                         v1(m.param_floats, 0.0f);
+      EXPECT_EQ(m.train_step(kBatch, p.data(), m1.data(), v1.data(), s.data(),
+                             1e-3f, 1.0f, inputs.pointers.data(), key,
+                             outputPtrs.data(), message, sizeof message),
+                0)
+          << message;
+      keep(p);
+      keep(m1);
+      keep(v1);
+      keep(s);
+      return all;
+    };
+    const std::vector<float> zeros = run(0.0f);
+    for (float v : zeros)
+      ASSERT_TRUE(std::isfinite(v)) << c.name;
+    for (float padding : {NAN, INFINITY, -INFINITY, 1e30f}) {
+      const std::vector<float> other = run(padding);
+      ASSERT_EQ(other.size(), zeros.size());
+      for (size_t k = 0; k < zeros.size(); ++k)
+        ASSERT_EQ(std::memcmp(&other[k], &zeros[k], sizeof(float)), 0)
+            << c.name << ", padding " << padding << ": value " << k << " is "
+            << other[k] << " against " << zeros[k];
+    }
+  }
+}
+
 /// BatchNorm's batch statistics of inputs far from 0 against their spread:
 /// sCIFAR's features offset by 100, so that its BatchNorm's input sits
 /// 60-250 standard deviations from 0. forward_train from a running mean
@@ -749,8 +885,8 @@ void loadModelKernels(const ModelCase &c, lruc::cuda::Device &device,
 /// through `device` against its CPU entry points (expectGpuScheduleMatchesCpu,
 /// its whole-sequence tolerances times `looser`).
 void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
-                            const lruc::CudaOptions &cudaOptions,
-                            double looser) {
+                            const lruc::CudaOptions &cudaOptions, double looser,
+                            std::optional<float> padding = std::nullopt) {
   BuiltModel built;
   const lruc_gpu_model *gpuModel = nullptr;
   loadModelKernels(c, device, built, gpuModel, cudaOptions);
@@ -767,6 +903,8 @@ void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
   constexpr int64_t kBatch = 3;
   auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
   std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
+  if (padding)
+    ASSERT_GT(fillPadding(train, args, *padding), 0) << c.name;
   const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
   Buffers inputs = inputBuffers(train, args);
   lruc::cuda::Device &gpu = device;
@@ -780,6 +918,14 @@ void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
 
 TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   expectDeviceMatchesCpu(*device, GetParam(), {}, 1.0);
+}
+
+/// NaN past each length, which the CPU library never reads
+/// (CpuLibraryPadding): neither does the GPU schedule.
+class GpuDevicePadding : public GpuDevice {};
+
+TEST_P(GpuDevicePadding, MatchesTheCpuLibrary) {
+  expectDeviceMatchesCpu(*device, GetParam(), {}, 1.0, NAN);
 }
 
 /// `lruc --gpu-storage=bf16`: the sequence-sized activations stored in
@@ -1054,6 +1200,10 @@ EXPORT void lruc_sim_run(int32_t kernel, void **args) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDevice,
                          ::testing::ValuesIn(gpuModelCases()),
+                         [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Models, GpuDevicePadding,
+                         ::testing::ValuesIn(paddingCases()),
                          [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuDeviceBf16,

@@ -157,6 +157,7 @@ std::optional<std::string> scalarTemplate(Operation *op, StringRef math) {
       .Case([](MulOp) { return "$0 * $1"; })
       .Case([](DivOp) { return "$0 / $1"; })
       .Case([&](MaxOp) { return m + "max($0, $1)"; })
+      .Case([](MaskedOp) { return "$1 != 0.0f ? $0 : 0.0f"; })
       .Case([](ComplexOp) { return "cfloat($0, $1)"; })
       .Case([&](RealOp) { return m + "real($0)"; })
       .Case([&](ImagOp) { return m + "imag($0)"; })

@@ -59,6 +59,29 @@ bool isParameter(func::FuncOp func, Value v) {
   return bool(v.getDefiningOp<lru::ParamOp>());
 }
 
+/// A caller's input zeroed past each length (lru.masked of an argument,
+/// alone or as a fused group's result): kept as precise as the caller gave
+/// it.
+bool isMaskedInput(func::FuncOp func, Value v) {
+  auto isArgumentOf = [](Value x, Operation *parent) {
+    auto arg = dyn_cast<BlockArgument>(x);
+    return arg && arg.getOwner()->getParentOp() == parent;
+  };
+  if (auto masked = v.getDefiningOp<lru::MaskedOp>())
+    return isArgumentOf(masked.getX(), func);
+  auto group = v.getDefiningOp<lru::FusedOp>();
+  if (!group)
+    return false;
+  Operation *yield = group.getBody().front().getTerminator();
+  auto masked = yield->getOperand(cast<OpResult>(v).getResultNumber())
+                    .getDefiningOp<lru::MaskedOp>();
+  if (!masked || !isArgumentOf(masked.getX(), group))
+    return false;
+  Value input =
+      group.getInputs()[cast<BlockArgument>(masked.getX()).getArgNumber()];
+  return isArgumentOf(input, func);
+}
+
 } // namespace
 
 GpuStorage::GpuStorage(func::FuncOp func, const CudaOptions &options) {
@@ -71,7 +94,7 @@ GpuStorage::GpuStorage(func::FuncOp func, const CudaOptions &options) {
   for (Operation &op : body)
     for (Value result : op.getResults())
       if ((isSequenceSized(result) || isMatmulWeight(result)) &&
-          !results.contains(result))
+          !results.contains(result) && !isMaskedInput(func, result))
         bf16.insert(result);
   // cuBLAS multiplies two bfloat16 operands (into either type) or two
   // fp32 ones (into fp32). A matmul of a bfloat16 value and a parameter

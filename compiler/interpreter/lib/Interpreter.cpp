@@ -485,6 +485,11 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
             op, [](double a, double b) { return a / b; },
             [](Complex a, Complex b) { return a / b; });
       })
+      .Case([&](lru::MaskedOp) {
+        return binary(
+            op, [](double x, double mask) { return mask != 0 ? x : 0.0; },
+            nullptr);
+      })
       .Case([&](lru::MaxOp) {
         return binary(
             op, [](double a, double b) { return std::max(a, b); }, nullptr);

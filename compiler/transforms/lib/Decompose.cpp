@@ -19,6 +19,8 @@
 #include "mlir/IR/PatternMatch.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace lru;
@@ -799,6 +801,48 @@ struct RegressionLossPattern : OpRewritePattern<LossOp> {
 };
 
 } // namespace
+
+void lruc::maskPaddedInputs(func::FuncOp func) {
+  if (func.isExternal())
+    return;
+  llvm::StringMap<BlockArgument> byName;
+  for (BlockArgument arg : func.getArguments())
+    if (auto tag =
+            func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lru.input"))
+      byName[tag.getValue()] = arg;
+  OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
+  // One mask per lengths argument and sequence length.
+  llvm::DenseMap<std::pair<Value, Type>, Value> masks;
+  for (BlockArgument arg : func.getArguments()) {
+    auto tag =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lru.input");
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!tag || !type || !type.getElementType().isF32() || type.getRank() < 3)
+      continue;
+    StringRef name = tag.getValue();
+    StringRef suffix;
+    if (name.starts_with("features"))
+      suffix = name.drop_front(StringRef("features").size());
+    else if (name != "targets")
+      continue;
+    BlockArgument lengths = byName.lookup(("lengths" + suffix).str());
+    if (!lengths || arg.use_empty())
+      continue;
+    Location loc = arg.getLoc();
+    auto maskType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1)}, builder.getF32Type());
+    Value &mask = masks[{lengths, maskType}];
+    if (!mask)
+      mask = builder.create<LengthMaskOp>(loc, maskType, MaskKind::prefix,
+                                          lengths, /*labels=*/Value());
+    Value wide = builder.create<BroadcastOp>(loc, type, mask, arg,
+                                             ArrayRef<int64_t>{0, 1});
+    auto kept = builder.create<MaskedOp>(loc, type, arg, wide);
+    arg.replaceAllUsesExcept(
+        kept.getResult(),
+        SmallPtrSet<Operation *, 2>{wide.getDefiningOp(), kept.getOperation()});
+  }
+}
 
 void lruc::populateDecomposePatterns(RewritePatternSet &patterns,
                                      DecomposeMode mode) {

@@ -191,6 +191,8 @@ struct DecomposePass : public lruc::impl::DecomposePassBase<DecomposePass> {
       return signalPassFailure();
     }
     func::FuncOp train = createTrainFunction(forward);
+    lruc::maskPaddedInputs(forward);
+    lruc::maskPaddedInputs(train);
     if (failed(decompose(forward, lruc::DecomposeMode::Eval)) ||
         failed(decompose(train, lruc::DecomposeMode::Train)))
       return signalPassFailure();

@@ -42,6 +42,7 @@ public:
   mlir::Value sigmoid(mlir::Value x);
   mlir::Value step(mlir::Value x);
   mlir::Value notNan(mlir::Value x);
+  mlir::Value masked(mlir::Value x, mlir::Value mask);
   mlir::Value geluGrad(mlir::Value x, bool approximate);
   mlir::Value re(mlir::Value x);
   mlir::Value im(mlir::Value x);

@@ -28,6 +28,7 @@ def Conj : AdjointFn<"conj">;
 def Sigmoid : AdjointFn<"sigmoid">;
 def Step : AdjointFn<"step">;
 def NotNan : AdjointFn<"notNan">;
+def Masked : AdjointFn<"masked">;
 def GeluGrad : AdjointFn<"geluGrad">;
 def Re : AdjointFn<"re">;
 def Im : AdjointFn<"im">;
@@ -69,6 +70,8 @@ def : Derivative<LRU_StepOp, [(NoAdjoint)]>;
 // (and is the constant 0 where it is not).
 def : Derivative<LRU_NotNanOp, [(NoAdjoint)]>;
 def : Derivative<LRU_NanToZeroOp, [(Mul $dy, (NotNan $x))]>;
+// masked passes dy where the mask keeps x; the mask is piecewise constant.
+def : Derivative<LRU_MaskedOp, [(Masked $dy, $mask), (NoAdjoint)]>;
 // y = max(a, b): dy goes to a where a > b, else to b.
 def : Derivative<LRU_MaxOp, [(Mul $dy, (Step (Sub $lhs, $rhs))),
                              (Sub $dy, (Mul $dy, (Step (Sub $lhs, $rhs))))]>;

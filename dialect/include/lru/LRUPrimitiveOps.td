@@ -82,6 +82,17 @@ def LRU_SubOp : LRU_BinaryOp<"sub", "lhs - rhs, elementwise">;
 def LRU_MulOp : LRU_BinaryOp<"mul", "lhs * rhs, elementwise (complex product)">;
 def LRU_DivOp : LRU_BinaryOp<"div", "lhs / rhs, elementwise">;
 
+// Padding zeroed whatever it holds: a product with a length mask keeps a
+// NaN or an infinity there (NaN * 0 and inf * 0 are NaN).
+def LRU_MaskedOp
+    : LRU_Op<"masked", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "x where mask is not 0, else 0 (also where x is NaN or "
+                "infinite)";
+  let arguments = (ins LRU_F32Tensor:$x, LRU_F32Tensor:$mask);
+  let results = (outs LRU_F32Tensor:$result);
+  let assemblyFormat = "$x `,` $mask attr-dict `:` type($result)";
+}
+
 def LRU_MaxOp
     : LRU_Op<"max", [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "max(lhs, rhs), elementwise (real: the optimizer's "

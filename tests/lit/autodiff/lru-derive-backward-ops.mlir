@@ -142,6 +142,22 @@ func.func @forward_train() -> tensor<f32> {
 
 // -----
 
+// masked: dy masked the same way; the mask gets none
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[M:.*]] = arith.constant dense<[1.000000e+00, 0.000000e+00, 1.000000e+00]>
+// CHECK: %[[DY:.*]] = lru.broadcast
+// CHECK-NEXT: %[[G:.*]] = lru.masked %[[DY]], %[[M]]
+// CHECK-NEXT: return %{{.*}}, %[[G]]
+func.func @forward_train() -> tensor<f32> {
+  %p = lru.param "p" init(ones) group(decay) : tensor<3xf32>
+  %m = arith.constant dense<[1.0, 0.0, 1.0]> : tensor<3xf32>
+  %y = lru.masked %p, %m : tensor<3xf32>
+  %l = lru.reduce_sum %y dims [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // not_nan: piecewise constant, no adjoint (only the product's reaches p)
 // CHECK-LABEL: func.func @backward
 // CHECK: %[[N:.*]] = lru.not_nan %[[P:[^ ]*]] :

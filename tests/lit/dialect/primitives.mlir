@@ -31,6 +31,8 @@ func.func @elementwise(%x: tensor<?x4xf32>, %y: tensor<?x4xf32>, %z: tensor<?x4x
   %n0 = lru.not_nan %x : tensor<?x4xf32>
   // CHECK: lru.nan_to_zero %[[X]] : tensor<?x4xf32>
   %n1 = lru.nan_to_zero %x : tensor<?x4xf32>
+  // CHECK: lru.masked %[[X]], %[[X]] : tensor<?x4xf32>
+  %n2 = lru.masked %x, %x : tensor<?x4xf32>
   // CHECK: lru.gelu_grad %[[X]] : tensor<?x4xf32>
   %11 = lru.gelu_grad %x : tensor<?x4xf32>
   // CHECK: lru.gelu_grad %[[X]] approximate : tensor<?x4xf32>

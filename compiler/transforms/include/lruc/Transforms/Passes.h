@@ -8,6 +8,9 @@
 
 namespace mlir {
 class RewritePatternSet;
+namespace func {
+class FuncOp;
+} // namespace func
 } // namespace mlir
 
 namespace lruc {
@@ -64,6 +67,14 @@ std::string describeLocation(mlir::Location loc);
 /// One pattern per model-level op, rewriting it into primitive ops.
 void populateDecomposePatterns(mlir::RewritePatternSet &patterns,
                                DecomposeMode mode);
+
+/// Reads each real-valued sequence argument of `func` that has lengths
+/// (`features`, `features_a`, per-step `targets`; `lengths` with the same
+/// suffix) as `lru.masked` by its length mask: 0 at every padded step,
+/// whatever the caller left there (a product with the mask keeps NaN and
+/// infinities, which would reach every example through BatchNorm's
+/// statistics and the weight gradients).
+void maskPaddedInputs(mlir::func::FuncOp func);
 
 } // namespace lruc
 

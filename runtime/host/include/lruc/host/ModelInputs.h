@@ -10,8 +10,9 @@
 //     and ModelInputs::hasLoss is false.
 //   - A `lengths` input may be left out: a token sequence then ends at its
 //     last non-zero token (0 is padding), features run the whole length.
-//   - Features past an example's length are not read (they may be NaN)
-//     and are fed as 0, as the tensors task feeds them.
+//   - Features past an example's length are not read (they may be NaN;
+//     the model library never reads them) and are fed as 0, as the tensors
+//     task feeds them.
 //
 // Everything else out of place (a missing input, another shape or dtype,
 // different numbers of examples, a length outside 1..L, a feature at a real

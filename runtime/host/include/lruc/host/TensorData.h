@@ -51,9 +51,9 @@ data::Dataset readTensorData(const std::filesystem::path &root,
 data::Dataset tensorDataFrom(const SafetensorsFile &file, int64_t length);
 
 /// Real-valued features [rows, L, C] (`name` in `file`) as a model reads
-/// them, in place: each example's steps past `lengths[k]` (null: none) are
-/// not read and become 0 (the model's masks multiply padding by 0, which a
-/// NaN would survive); the others must be finite (a HostError naming the
+/// them, in place: each example's steps past `lengths[k]` (null: none)
+/// become 0, as data::Dataset keeps padding (a model library never reads
+/// them, NaN or not); the others must be finite (a HostError naming the
 /// element otherwise). The tensors task and lru-predict's inputs share it.
 void prepareFeatures(float *values, int64_t rows, int64_t L, int64_t C,
                      const int32_t *lengths, const std::string &file,
