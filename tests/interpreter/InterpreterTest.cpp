@@ -669,8 +669,8 @@ TEST_F(Interpreter, DropoutMask) {
   ASSERT_EQ(y.size(), size_t(n));
   for (int64_t i = 0; i < n; ++i) {
     bool keep = lruc::core::dropoutKeep(123, 5, 3, uint64_t(i), 0.25);
-    // Scaled by the product every path computes (core::dropoutScale).
-    EXPECT_EQ(y[i], keep ? x.re[i] * (1.0 / 0.75) : 0.0) << i;
+    // Scaled by the float every path multiplies by (core::dropoutScale).
+    EXPECT_EQ(y[i], keep ? x.re[i] * double(float(1.0 / 0.75)) : 0.0) << i;
   }
   expectValues(dropout("0.0"), x.re);
 }

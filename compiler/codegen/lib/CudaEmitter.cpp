@@ -1490,15 +1490,14 @@ private:
        << "      lruc::gpu::Float4 y;\n"
        << "      LRUC_UNROLL\n"
        << "      for (int w = 0; w < 4; ++w)\n"
-       << "        y.v[w] = " << keep << " ? float(double(x.v[w]) * " << scale
-       << ") : 0.0f;\n"
+       << "        y.v[w] = " << keep << " ? x.v[w] * " << scale << " : 0.0f;\n"
        << "      reinterpret_cast<lruc::gpu::Float4 *>(out0)[i] = y;\n"
        << "      continue;\n    }\n"
        << "    for (int64_t w = 0; w < 4 && i * 4 + w < " << count
        << "; ++w) {\n"
        << "      const int64_t e = i * 4 + w;\n"
-       << "      out0[e] = " << keep << " ? float(double(in0[e]) * " << scale
-       << ") : 0.0f;\n    }\n  }\n}\n\n";
+       << "      out0[e] = " << keep << " ? in0[e] * " << scale
+       << " : 0.0f;\n    }\n  }\n}\n\n";
     return success();
   }
 

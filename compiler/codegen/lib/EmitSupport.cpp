@@ -251,8 +251,9 @@ std::string FusedBody::thresholdOf(lru::DropoutMaskOp dropout) {
 
 std::string FusedBody::scaleOf(lru::DropoutMaskOp dropout) {
   std::string scale;
+  // A hexadecimal literal: exact, whatever the float.
   llvm::raw_string_ostream(scale) << llvm::format(
-      "%.17g", core::dropoutScale(dropout.getRate().convertToDouble()));
+      "%af", double(core::dropoutScale(dropout.getRate().convertToDouble())));
   return scale;
 }
 
@@ -399,7 +400,7 @@ LogicalResult FusedBody::writeElement(
       continue;
     }
     if (auto dropout = dyn_cast<lru::DropoutMaskOp>(inner)) {
-      // The dropout kernel's formula (x * dropoutScale(rate) in double), so
+      // The dropout kernel's formula (x * dropoutScale(rate) in float), so
       // that a kept value is the interpreter's rounded to float. x is read
       // kept or not: a load under the decision would wait behind it (on a
       // GPU, a memory latency a row), and a dropped element's neighbours'
@@ -410,9 +411,8 @@ LogicalResult FusedBody::writeElement(
       std::string name = "t" + std::to_string(counter++);
       k << "    const float " << x << " = " << scalars.lookup(dropout.getX())
         << ";\n"
-        << "    const float " << name << " = " << keepOf(dropout)
-        << " ? float(double(" << x << ") * " << scaleOf(dropout)
-        << ") : 0.0f;\n";
+        << "    const float " << name << " = " << keepOf(dropout) << " ? " << x
+        << " * " << scaleOf(dropout) << " : 0.0f;\n";
       scalars[dropout.getResult()] = name;
       continue;
     }

@@ -154,7 +154,7 @@ public:
   std::string keyAndSiteOf(::lru::DropoutMaskOp dropout) const;
   static std::string thresholdOf(::lru::DropoutMaskOp dropout);
   /// A kept value's scale (runtime/core's dropoutScale of the rate) as a
-  /// C++ double literal that reads back exactly: "1.3333333333333333".
+  /// C++ float literal that reads back exactly: "0x1.555556p+0f".
   static std::string scaleOf(::lru::DropoutMaskOp dropout);
   /// Splat constants as scalar declarations, written once before the loop.
   void writeConstants(llvm::raw_ostream &k);

@@ -1019,7 +1019,7 @@ FailureOr<Tensor> Interpreter::evaluate(lru::DropoutMaskOp op) {
   for (int64_t i = 0, n = x.numElements(); i < n; ++i)
     if (core::dropoutKeep(seed, uint32_t(step), uint32_t(site), uint64_t(i),
                           rate))
-      y.re[i] = x.re[i] * core::dropoutScale(rate);
+      y.re[i] = x.re[i] * double(core::dropoutScale(rate));
   return y;
 }
 

@@ -1259,9 +1259,8 @@ std::pair<core::PhiloxKey, uint32_t> dropoutKeyOf(const int64_t key[2]) {
 void dropoutMask(const float *x, int64_t count, const int64_t key[2],
                  double rate, uint32_t site, float *y) {
   const uint32_t threshold = core::dropoutThreshold(rate);
-  // x * dropoutScale(rate) in double, as the interpreter computes it, so
-  // that kept values are the interpreter's rounded to float.
-  const double scale = core::dropoutScale(rate);
+  // x * dropoutScale(rate) in float: the interpreter's value rounded.
+  const float scale = core::dropoutScale(rate);
   constexpr int64_t kRun = 256;
   parallelFor((count + kRun - 1) / kRun, 64, [&](int64_t begin, int64_t end) {
     uint32_t keep[kRun];
@@ -1270,7 +1269,7 @@ void dropoutMask(const float *x, int64_t count, const int64_t key[2],
       dropoutKeeps(key, site, threshold, first, n, keep);
       // Every element scaled, then selected: a loop without branches.
       for (int64_t e = 0; e < n; ++e) {
-        float kept = float(double(x[first + e]) * scale);
+        float kept = x[first + e] * scale;
         y[first + e] = keep[e] ? kept : 0.0f;
       }
     }
