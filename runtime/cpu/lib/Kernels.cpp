@@ -1488,31 +1488,33 @@ void copyResults(void *const *to, const void *const *from, const int64_t *bytes,
                  int count) {
   // Pieces of 64 KiB numbered across the results in order; a thread part
   // copies a run of them (at least 4, so that small results stay on the
-  // caller). A result that is its own source is not copied, one that
-  // overlaps its source in part is moved here first.
+  // caller). A result that is its own source has none; one that overlaps
+  // its source in part has none either and is moved here first.
   constexpr int64_t kPiece = int64_t(1) << 16;
-  int64_t pieces = 0;
-  for (int r = 0; r < count; ++r) {
+  auto piecesOf = [&](int r) -> int64_t {
     auto *dst = static_cast<char *>(to[r]);
     const auto *src = static_cast<const char *>(from[r]);
-    if (dst != src && dst < src + bytes[r] && src < dst + bytes[r])
-      std::memmove(dst, src, size_t(bytes[r]));
-    else
-      pieces += (bytes[r] + kPiece - 1) / kPiece;
+    if (dst == src || (dst < src + bytes[r] && src < dst + bytes[r]))
+      return 0;
+    return (bytes[r] + kPiece - 1) / kPiece;
+  };
+  int64_t pieces = 0;
+  for (int r = 0; r < count; ++r) {
+    const int64_t own = piecesOf(r);
+    if (own == 0 && bytes[r] > 0 && to[r] != from[r])
+      std::memmove(to[r], from[r], size_t(bytes[r]));
+    pieces += own;
   }
   parallelFor(pieces, 4, [&](int64_t begin, int64_t end) {
-    int64_t first = 0; // the number of the current result's first piece
+    int64_t first = 0; // the number of result r's first piece
     for (int r = 0; r < count && first < end; ++r) {
-      auto *dst = static_cast<char *>(to[r]);
-      const auto *src = static_cast<const char *>(from[r]);
-      if (dst != src && dst < src + bytes[r] && src < dst + bytes[r])
-        continue;
-      const int64_t own = (bytes[r] + kPiece - 1) / kPiece;
+      const int64_t own = piecesOf(r);
       const int64_t p0 = std::max(begin, first) - first;
       const int64_t p1 = std::min(end, first + own) - first;
-      if (p0 < p1 && dst != src) {
+      if (p0 < p1) {
         const int64_t b0 = p0 * kPiece, b1 = std::min(p1 * kPiece, bytes[r]);
-        std::memcpy(dst + b0, src + b0, size_t(b1 - b0));
+        std::memcpy(static_cast<char *>(to[r]) + b0,
+                    static_cast<const char *>(from[r]) + b0, size_t(b1 - b0));
       }
       first += own;
     }
