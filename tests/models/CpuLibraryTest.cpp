@@ -693,12 +693,8 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
       Buffers inputs = inputBuffers(train, padded);
       std::vector<float> all, newState(m.state_floats), grads(m.param_floats);
       std::vector<std::vector<float>> outputs;
-      for (int o = 0; o < m.num_outputs; ++o) {
-        int64_t size = 1;
-        for (int d = 0; d < m.outputs[o].rank; ++d)
-          size *= m.outputs[o].shape[d] < 0 ? kBatch : m.outputs[o].shape[d];
-        outputs.emplace_back(size_t(size));
-      }
+      for (size_t size : lruc::testing::outputSizes(m, kBatch))
+        outputs.emplace_back(size);
       std::vector<float *> outputPtrs;
       for (auto &o : outputs)
         outputPtrs.push_back(o.data());
