@@ -373,6 +373,17 @@ LogicalResult LengthMaskOp::verify() {
                       Float32Type::get(getContext()));
 }
 
+LogicalResult ZeroPaddingOp::verify() {
+  auto x = tensorType(getX());
+  auto lengths = tensorType(getLengths());
+  if (x.getRank() < 2 || x.isDynamicDim(1))
+    return emitOpError("expects x [B, L, ...] with a static L, got ") << x;
+  if (lengths.getRank() != 1 ||
+      !compatible(lengths.getShape(), x.getShape().take_front()))
+    return emitOpError("expects lengths [B] of x's batch, got ") << lengths;
+  return success();
+}
+
 LogicalResult LabelWeightOp::verify() {
   if (getWeights().empty())
     return emitOpError("expects at least one weight");

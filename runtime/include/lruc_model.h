@@ -101,8 +101,9 @@ typedef struct lruc_model {
      separate arguments), and the outputs of `forward`: the loss (a scalar)
      then the predictions. Padding (the steps past each sequence's length)
      is never read: features and per-step targets there may hold anything,
-     NaN and infinities too (the library zeroes them before anything reads
-     them); a NaN target at a real step is a value not scored. */
+     NaN and infinities too, and tokens and per-step labels any integer,
+     -1 or past the vocabulary too (the library reads all of them as 0
+     there); a NaN target at a real step is a value not scored. */
   int32_t num_inputs;
   const lruc_tensor_info *inputs;
   int32_t num_outputs;

@@ -552,6 +552,29 @@ TEST_F(CpuKernels, LengthMask) {
   EXPECT_EQ(std::count(out.begin(), out.end(), 1.0f), 13); // of 19 real
 }
 
+TEST_F(CpuKernels, ZeroPadding) {
+  // [5, 8, 2] integers, none 0: kept up to each length, 0 past it
+  // (negative and large values there too).
+  const int64_t batch = 5, steps = 8, width = 2;
+  std::vector<int32_t> lengths = {0, 3, 8, 1, 7};
+  std::vector<int32_t> x(size_t(batch * steps * width));
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = k % 3 ? int32_t(k) * 1000003 : -1 - int32_t(k);
+  std::string t = typeOf({batch, steps, width}, "i32");
+  Tensor ref = reference(
+      fn("%x: " + t + ", %len: tensor<5xi32>", t,
+         "%y = lru.zero_padding %x, %len : " + t + ", tensor<5xi32>"),
+      {tensorOf({batch, steps, width}, x), tensorOf({batch}, lengths)});
+  std::vector<int32_t> out(x.size(), 7);
+  std::string error;
+  ASSERT_TRUE(lruc::cpu::zeroPadding(x.data(), lengths.data(), batch, steps,
+                                     width, out.data(), error))
+      << error;
+  EXPECT_EQ(std::vector<int64_t>(out.begin(), out.end()), ref.ints);
+  EXPECT_EQ(std::count(out.begin(), out.end(), 0), width * (40 - 19));
+  EXPECT_EQ(out[size_t(2 * steps * width)], x[size_t(2 * steps * width)]);
+}
+
 TEST_F(CpuKernels, LabelWeight) {
   // Labels in range, negative (not scored) and past the classes: 0.
   std::vector<int32_t> labels = {0, 2, 1, -1, 3, -100, 2, 0};
@@ -871,7 +894,7 @@ TEST_F(CpuKernels, GatherAndScatterAdd) {
   std::vector<float> out(static_cast<size_t>(count(rows)), -7);
   std::string error;
   ASSERT_TRUE(lruc::cpu::gather(table.data(), vocab, width, indices.data(),
-                                count(indexDims), out.data(), error))
+                                count(indexDims), {}, out.data(), error))
       << error;
   expectExact(out, gathered);
 
@@ -884,7 +907,7 @@ TEST_F(CpuKernels, GatherAndScatterAdd) {
       {tensorOf(rows, updates), tensorOf(indexDims, indices)});
   std::vector<float> sums(static_cast<size_t>(vocab * width), -7);
   ASSERT_TRUE(lruc::cpu::scatterAdd(updates.data(), indices.data(),
-                                    count(indexDims), vocab, width,
+                                    count(indexDims), {}, vocab, width,
                                     sums.data(), error))
       << error;
   expectClose(sums, summed);
@@ -1041,6 +1064,11 @@ TEST_F(CpuKernels, LengthsOutsideTheSequenceAreErrors) {
                                        false, mask.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
+    std::vector<int32_t> tokens(static_cast<size_t>(batch * steps));
+    EXPECT_FALSE(lruc::cpu::zeroPadding(tokens.data(), lengths.data(), batch,
+                                        steps, 1, tokens.data(), error));
+    EXPECT_EQ(error, message);
+    error.clear();
     EXPECT_FALSE(lruc::cpu::shift<float>(x.data(), nullptr, lengths.data(),
                                          false, batch, steps, width, y.data(),
                                          error));
@@ -1075,13 +1103,24 @@ TEST_F(CpuKernels, IndicesAndLabelsOutOfRangeAreErrors) {
                   "indices[0] = -3 is outside [0, 32)"}}) {
     std::string error;
     EXPECT_FALSE(lruc::cpu::gather(table.data(), vocab, width, indices.data(),
-                                   6, rows.data(), error));
+                                   6, {}, rows.data(), error));
     EXPECT_EQ(error, message);
     error.clear();
-    EXPECT_FALSE(lruc::cpu::scatterAdd(rows.data(), indices.data(), 6, vocab,
-                                       width, table.data(), error));
+    EXPECT_FALSE(lruc::cpu::scatterAdd(rows.data(), indices.data(), 6, {},
+                                       vocab, width, table.data(), error));
     EXPECT_EQ(error, message);
   }
+  // A model's tokens [2, 3] are named with their example and step.
+  std::vector<int32_t> tokens = {0, 31, 2, 3, -1, 5};
+  std::string error;
+  EXPECT_FALSE(lruc::cpu::gather(table.data(), vocab, width, tokens.data(), 6,
+                                 {"tokens_b", 3}, rows.data(), error));
+  EXPECT_EQ(error, "tokens_b[1, 1] = -1 is outside [0, 32)");
+  error.clear();
+  EXPECT_FALSE(lruc::cpu::scatterAdd(rows.data(), tokens.data(), 6,
+                                     {"tokens_b", 3}, vocab, width,
+                                     table.data(), error));
+  EXPECT_EQ(error, "tokens_b[1, 1] = -1 is outside [0, 32)");
 
   const int64_t classes = 5;
   std::vector<float> logits(4 * classes), loss(4), g(4, 1);

@@ -434,6 +434,28 @@ TEST_F(Interpreter, LengthMask) {
   expectValues(mask("last"), {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1});
 }
 
+TEST_F(Interpreter, ZeroPadding) {
+  // Steps past each length are 0, whatever they held; a bad length is an
+  // error naming the sequence.
+  const std::string t = "tensor<?x4xi32>";
+  std::string body =
+      "  %y = lru.zero_padding %x, %len : " + t + ", tensor<?xi32>";
+  Tensor x =
+      Tensor::integers({3, 4}, {5, -1, 9, 70000, 1, 2, 3, 4, -7, 0, 8, 6});
+  Tensor y = run(fn("%x: " + t + ", %len: tensor<?xi32>", t, body),
+                 {x, Tensor::integers({3}, {2, 0, 4})});
+  EXPECT_EQ(y.kind, Tensor::Kind::Int);
+  EXPECT_EQ(y.ints,
+            (std::vector<int64_t>{5, -1, 0, 0, 0, 0, 0, 0, -7, 0, 8, 6}));
+  std::string errors =
+      runFails(fn("%x: " + t + ", %len: tensor<?xi32>", t, body),
+               {x, Tensor::integers({3}, {2, 5, 4})});
+  EXPECT_NE(errors.find("'lru.zero_padding' op length 5 of sequence 1 is "
+                        "outside [0, 4]"),
+            std::string::npos)
+      << errors;
+}
+
 TEST_F(Interpreter, ScanByHand) {
   // x_t = 0.5 x_{t-1} + b_t on b = 1, 2, 3: 1, 2.5, 4.25.
   Tensor lambda = Tensor::real({1}, {0.5});

@@ -621,45 +621,69 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_FALSE(isMapped(path));
 }
 
-/// Sets the features and per-step targets of `args` (@forward_train's)
-/// past each sequence's length to `value`; returns how many values it set.
+/// Sets every sequence input of `args` (@forward_train's) past each
+/// sequence's length (`lengths` with the input's suffix): the features and
+/// per-step targets to `value`, the tokens and per-step labels to `token`;
+/// returns how many values it set.
 int fillPadding(mlir::func::FuncOp train, std::vector<Tensor> &args,
-                float value) {
-  std::vector<int64_t> lengths;
+                float value, int32_t token) {
+  std::map<std::string, unsigned> byTag;
   for (unsigned i = 0; i < args.size(); ++i)
-    if (lruc::testing::inputTag(train, i) == "lengths")
-      lengths = args[i].ints;
+    byTag[lruc::testing::inputTag(train, i)] = i;
   int changed = 0;
-  for (unsigned i = 0; i < args.size() && !lengths.empty(); ++i) {
+  for (unsigned i = 0; i < args.size(); ++i) {
     const std::string tag = lruc::testing::inputTag(train, i);
     auto type =
         mlir::cast<mlir::RankedTensorType>(train.getArgument(i).getType());
-    if ((tag != "features" && tag != "targets") || type.getRank() != 3)
+    const bool integer = type.getElementType().isInteger(32);
+    std::string suffix;
+    for (const char *stem : {"features", "targets", "tokens", "labels"})
+      if (tag.rfind(stem, 0) == 0)
+        suffix = tag.substr(std::strlen(stem));
+    auto lengths = byTag.find("lengths" + suffix);
+    if (lengths == byTag.end() || type.getRank() != (integer ? 2 : 3) ||
+        (tag == "targets" && integer) || tag == "lengths")
       continue;
-    const int64_t steps = type.getDimSize(1), width = type.getDimSize(2);
-    for (size_t b = 0; b < lengths.size(); ++b)
-      for (int64_t t = lengths[b]; t < steps; ++t)
-        for (int64_t k = 0; k < width; ++k, ++changed)
-          args[i].re[(b * steps + t) * width + k] = value;
+    const int64_t steps = type.getDimSize(1),
+                  width = integer ? 1 : type.getDimSize(2);
+    const std::vector<int64_t> &real = args[lengths->second].ints;
+    for (size_t b = 0; b < real.size(); ++b)
+      for (int64_t t = real[b]; t < steps; ++t)
+        for (int64_t k = 0; k < width; ++k, ++changed) {
+          int64_t at = (int64_t(b) * steps + t) * width + k;
+          if (integer)
+            args[i].ints[at] = token;
+          else
+            args[i].re[at] = value;
+        }
   }
   return changed;
 }
 
 /// The models whose padding tests run: features with BatchNorm, dropout
-/// and two blocks; per-step features and targets.
+/// and two blocks; per-step features and targets; tokens and per-step
+/// labels; two towers of tokens, each with its lengths.
 std::vector<ModelCase> paddingCases() {
   return {{"scifar_padding",
            "models/scifar.lru",
            {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 2}, {"DROPOUT", 0.25}}},
-          {"huber_tags_padding", "tests/models/Inputs/huber_tags.lru", {}}};
+          {"huber_tags_padding", "tests/models/Inputs/huber_tags.lru", {}},
+          {"token_tagging_padding",
+           "examples/token_tagging.lru",
+           {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 1}, {"SMOOTHING", 0.1}}},
+          {"retrieval_padding",
+           "examples/retrieval_small.lru",
+           {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 1}}}};
 }
 
 /// What a caller leaves past each sequence's length is never read: the
-/// features (and per-step targets) there as 0, NaN or an infinity give the
+/// features (and per-step targets) there as 0, NaN or an infinity, the
+/// tokens (and per-step labels) as 0, -1 or past the vocabulary, give the
 /// same loss, predictions, new running statistics, gradients and updated
 /// parameters, bit for bit. A product with a length mask would keep NaN
 /// there (NaN * 0 is NaN), and BatchNorm's statistics and the weight
-/// gradients would carry it to every example.
+/// gradients would carry it to every example; the embedding's gather and
+/// the cross entropy would reject the tokens and labels.
 TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
   for (const ModelCase &c : paddingCases()) {
     BuiltModel built;
@@ -672,14 +696,15 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
     constexpr int64_t kBatch = 3;
     std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
     const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
-    std::vector<int64_t> lengths;
-    for (unsigned i = 0; i < args.size(); ++i)
-      if (lruc::testing::inputTag(train, i) == "lengths")
-        lengths = args[i].ints;
-    ASSERT_EQ(lengths.size(), size_t(kBatch)) << c.name;
-    ASSERT_LT(*std::min_element(lengths.begin(), lengths.end()),
-              *std::max_element(lengths.begin(), lengths.end()))
-        << c.name << ": the batch has no padding";
+    for (unsigned i = 0; i < args.size(); ++i) {
+      if (lruc::testing::inputTag(train, i).rfind("lengths", 0) != 0)
+        continue;
+      const std::vector<int64_t> &lengths = args[i].ints;
+      ASSERT_EQ(lengths.size(), size_t(kBatch)) << c.name;
+      ASSERT_LT(*std::min_element(lengths.begin(), lengths.end()),
+                *std::max_element(lengths.begin(), lengths.end()))
+          << c.name << ": the batch has no padding";
+    }
     std::vector<float> params(m.param_floats), state(m.state_floats);
     char message[512] = "";
     ASSERT_EQ(m.init(7, params.data(), state.data(), message, sizeof message),
@@ -687,9 +712,9 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
         << message;
 
     // Everything the library computes from one batch, in one vector.
-    auto run = [&](float padding) {
+    auto run = [&](float padding, int32_t token) {
       std::vector<Tensor> padded = args;
-      EXPECT_GT(fillPadding(train, padded, padding), 0) << c.name;
+      EXPECT_GT(fillPadding(train, padded, padding, token), 0) << c.name;
       Buffers inputs = inputBuffers(train, padded);
       std::vector<float> all, newState(m.state_floats), grads(m.param_floats);
       std::vector<std::vector<float>> outputs;
@@ -737,16 +762,52 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
       keep(s);
       return all;
     };
-    const std::vector<float> zeros = run(0.0f);
+    const std::vector<float> zeros = run(0.0f, 0);
     for (float v : zeros)
       ASSERT_TRUE(std::isfinite(v)) << c.name;
-    for (float padding : {NAN, INFINITY, -INFINITY, 1e30f}) {
-      const std::vector<float> other = run(padding);
+    for (auto [padding, token] :
+         {std::pair{NAN, -1}, std::pair{INFINITY, INT32_MAX},
+          std::pair{-INFINITY, INT32_MIN}, std::pair{1e30f, 1 << 30}}) {
+      const std::vector<float> other = run(padding, token);
       ASSERT_EQ(other.size(), zeros.size());
       for (size_t k = 0; k < zeros.size(); ++k)
         ASSERT_EQ(std::memcmp(&other[k], &zeros[k], sizeof(float)), 0)
-            << c.name << ", padding " << padding << ": value " << k << " is "
-            << other[k] << " against " << zeros[k];
+            << c.name << ", padding " << padding << " / " << token << ": value "
+            << k << " is " << other[k] << " against " << zeros[k];
+    }
+
+    // A bad token at a real step is still an error, naming the input and
+    // the token's example and step.
+    for (unsigned i = 0; i < args.size(); ++i) {
+      const std::string tag = lruc::testing::inputTag(train, i);
+      if (tag.rfind("tokens", 0) != 0)
+        continue;
+      const std::string suffix = tag.substr(std::strlen("tokens"));
+      std::vector<int64_t> lengths;
+      for (unsigned k = 0; k < args.size(); ++k)
+        if (lruc::testing::inputTag(train, k) == "lengths" + suffix)
+          lengths = args[k].ints;
+      // The last real step of the longest example.
+      const size_t b = size_t(std::max_element(lengths.begin(), lengths.end()) -
+                              lengths.begin());
+      const int64_t steps = int64_t(args[i].ints.size()) / kBatch,
+                    t = lengths[b] - 1;
+      std::vector<Tensor> bad = args;
+      bad[i].ints[b * size_t(steps) + size_t(t)] = -1;
+      Buffers inputs = inputBuffers(train, bad);
+      std::vector<std::vector<float>> outputs;
+      std::vector<float *> outputPtrs;
+      for (size_t size : lruc::testing::outputSizes(m, kBatch))
+        outputPtrs.push_back(outputs.emplace_back(size).data());
+      EXPECT_NE(m.forward(kBatch, params.data(), state.data(),
+                          inputs.pointers.data(), outputPtrs.data(), message,
+                          sizeof message),
+                0)
+          << c.name;
+      const std::string where = tag + "[" + std::to_string(b) + ", " +
+                                std::to_string(t) + "] = -1 is outside [0, ";
+      EXPECT_NE(std::string(message).find(where), std::string::npos)
+          << message << " (expected " << where << ")";
     }
   }
 }
@@ -879,7 +940,8 @@ void loadModelKernels(const ModelCase &c, lruc::cuda::Device &device,
 
 /// The library of model `c` built with `cudaOptions`, its GPU schedule
 /// through `device` against its CPU entry points (expectGpuScheduleMatchesCpu,
-/// its whole-sequence tolerances times `looser`).
+/// its whole-sequence tolerances times `looser`), with `padding` past each
+/// length when given (and token -1).
 void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
                             const lruc::CudaOptions &cudaOptions, double looser,
                             std::optional<float> padding = std::nullopt) {
@@ -900,7 +962,7 @@ void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
   auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
   std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
   if (padding)
-    ASSERT_GT(fillPadding(train, args, *padding), 0) << c.name;
+    ASSERT_GT(fillPadding(train, args, *padding, -1), 0) << c.name;
   const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
   Buffers inputs = inputBuffers(train, args);
   lruc::cuda::Device &gpu = device;
@@ -916,7 +978,7 @@ TEST_P(GpuDevice, MatchesTheCpuLibrary) {
   expectDeviceMatchesCpu(*device, GetParam(), {}, 1.0);
 }
 
-/// NaN past each length, which the CPU library never reads
+/// NaN (and token -1) past each length, which the CPU library never reads
 /// (CpuLibraryPadding): neither does the GPU schedule.
 class GpuDevicePadding : public GpuDevice {};
 

@@ -147,10 +147,11 @@ struct AccumulationBlocks {
 /// How much looser expectGpuScheduleMatchesCpu's whole-sequence tolerances
 /// are for a library whose kernels store activations in bfloat16
 /// (lruc_gpu_model.activations): a bfloat16 store rounds by up to 2^-9 of
-/// the value and a model stores several in a row; 30 times the fp32
-/// tolerances (3e-3 of the largest value for outputs, 3e-2 for gradients)
-/// is about 2.5 times what the small models of the tests need.
-constexpr double kBf16Looser = 30.0;
+/// the value and a model stores several in a row; 50 times the fp32
+/// tolerances (5e-3 of the largest value for outputs, 5e-2 for gradients)
+/// is about 1.3 times what the small models of the tests need (39 times,
+/// weighted_tags' per-step predictions).
+constexpr double kBf16Looser = 50.0;
 
 /// The library's GPU schedule `g` on `ops` against the library's CPU entry
 /// points on the same batch: forward, forward_train, backward, one

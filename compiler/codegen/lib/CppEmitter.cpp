@@ -135,6 +135,23 @@ std::string initJson(lru::ParamOp op) {
 ///   bool lruc_library::run_NAME(int64_t B, const float *params,
 ///       const float *state, const void *const *args,
 ///       void *const *results, std::string &error)
+/// How a gather's or scatter_add's index outside the table is reported
+/// (`lruc::cpu::IndexSource`): by the model input it reads, as given or
+/// through lru.zero_padding, and at [b, t] of a sequence of tokens.
+std::string indexSource(Value indices) {
+  if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
+    indices = padded.getX();
+  std::string name = "indices";
+  if (auto arg = dyn_cast<BlockArgument>(indices))
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      if (auto tag = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       "lru.input"))
+        name = tag.str();
+  auto type = cast<RankedTensorType>(indices.getType());
+  return "lruc::cpu::IndexSource{" + quoted(name) + ", " +
+         (type.getRank() == 2 ? dimExpr(type.getDimSize(1)) : "0") + "}";
+}
+
 class FunctionEmitter {
 public:
   /// An op's row in the profile table (lruc_profile.h).
@@ -943,7 +960,8 @@ private:
           checked("lruc::cpu::gather(" + get(o.getTable()) + ", " +
                   dimExpr(table.getDimSize(0)) + ", " +
                   dimExpr(table.getDimSize(1)) + ", " + get(o.getIndices()) +
-                  ", " + count(o.getIndices()) + ", " + y + ", error)");
+                  ", " + count(o.getIndices()) + ", " +
+                  indexSource(o.getIndices()) + ", " + y + ", error)");
           return success();
         })
         .Case([&](ScatterAddOp o) {
@@ -951,6 +969,7 @@ private:
           std::string y = define(o.getResult());
           checked("lruc::cpu::scatterAdd(" + get(o.getUpdates()) + ", " +
                   get(o.getIndices()) + ", " + count(o.getIndices()) + ", " +
+                  indexSource(o.getIndices()) + ", " +
                   dimExpr(table.getDimSize(0)) + ", " +
                   dimExpr(table.getDimSize(1)) + ", " + y + ", error)");
           return success();
@@ -962,6 +981,16 @@ private:
                   dim(o.getResult(), 0) + ", " + dim(o.getResult(), 1) + ", " +
                   (o.getKind() == MaskKind::last ? "true" : "false") + ", " +
                   y + ", error)");
+          return success();
+        })
+        .Case([&](ZeroPaddingOp o) {
+          std::string y = define(o.getResult());
+          auto x = tensorType(o.getX());
+          checked("lruc::cpu::zeroPadding(" + get(o.getX()) + ", " +
+                  get(o.getLengths()) + ", " + dim(o.getX(), 0) + ", " +
+                  dim(o.getX(), 1) + ", " +
+                  productExpr(x.getShape().drop_front(2)) + ", " + y +
+                  ", error)");
           return success();
         })
         .Case([&](LabelWeightOp o) {

@@ -1341,6 +1341,21 @@ private:
     return success();
   }
 
+  LogicalResult emitZeroPadding(lru::ZeroPaddingOp op) {
+    auto x = tensorType(op.getX());
+    std::string steps = dimExpr(x.getDimSize(1)),
+                width = productExpr(x.getShape().drop_front(2));
+    std::string count = countExpr(op.getResult());
+    begin(op, "", count, {op.getX(), op.getLengths()}, {op.getResult()});
+    gridLoop(count);
+    os << "    const int64_t step = i / (" << width << ");\n"
+       << "    const int64_t s = step / " << steps << ", t = step % " << steps
+       << ";\n";
+    readLength("in1", "s", steps);
+    os << "    out0[i] = t < length ? in0[i] : 0;\n  }\n}\n\n";
+    return success();
+  }
+
   LogicalResult emitLabelWeight(lru::LabelWeightOp op) {
     std::string count = countExpr(op.getResult());
     ArrayRef<float> weights = op.getWeights();
@@ -1529,6 +1544,7 @@ private:
         .Case([&](GatherOp o) { return emitGather(o); })
         .Case([&](ScatterAddOp o) { return emitScatterAdd(o); })
         .Case([&](LengthMaskOp o) { return emitLengthMask(o); })
+        .Case([&](ZeroPaddingOp o) { return emitZeroPadding(o); })
         .Case([&](LabelWeightOp o) { return emitLabelWeight(o); })
         .Case(
             [&](SoftmaxCrossEntropyOp o) { return emitSoftmaxCrossEntropy(o); })

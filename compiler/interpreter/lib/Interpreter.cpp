@@ -329,6 +329,7 @@ private:
   FailureOr<Tensor> evaluate(lru::ShiftOp op);
   FailureOr<Tensor> evaluate(lru::ScanOp op);
   FailureOr<Tensor> evaluate(lru::LengthMaskOp op);
+  FailureOr<Tensor> evaluate(lru::ZeroPaddingOp op);
   FailureOr<Tensor> evaluate(lru::LabelWeightOp op);
 
   // Dense algebra and lookups.
@@ -496,10 +497,11 @@ FailureOr<Tensor> Interpreter::evaluate(Operation *op) {
       })
       .Case<lru::ComplexOp, lru::BroadcastOp, lru::ReduceSumOp, lru::ConcatOp,
             lru::SliceOp, lru::ViewOp, lru::ShiftOp, lru::ScanOp,
-            lru::LengthMaskOp, lru::LabelWeightOp, lru::MatmulOp, lru::GatherOp,
-            lru::ScatterAddOp, lru::SoftmaxCrossEntropyOp,
-            lru::SoftmaxCrossEntropyGradOp, lru::DropoutMaskOp, lru::ParamOp,
-            arith::ConstantOp>([&](auto o) { return evaluate(o); })
+            lru::LengthMaskOp, lru::ZeroPaddingOp, lru::LabelWeightOp,
+            lru::MatmulOp, lru::GatherOp, lru::ScatterAddOp,
+            lru::SoftmaxCrossEntropyOp, lru::SoftmaxCrossEntropyGradOp,
+            lru::DropoutMaskOp, lru::ParamOp, arith::ConstantOp>(
+          [&](auto o) { return evaluate(o); })
       .Default([](Operation *o) {
         return o->emitOpError("is not supported by the reference interpreter");
       });
@@ -768,6 +770,20 @@ FailureOr<Tensor> Interpreter::evaluate(lru::LengthMaskOp op) {
         on = on && value(op.getLabels()).ints[b * steps + t] >= 0;
       y.re[b * steps + t] = on ? 1.0 : 0.0;
     }
+  return y;
+}
+
+FailureOr<Tensor> Interpreter::evaluate(lru::ZeroPaddingOp op) {
+  const Tensor &x = value(op.getX());
+  int64_t batch = x.shape[0], steps = x.shape[1];
+  auto lengths = sequenceLengths(op, op.getLengths(), batch, steps);
+  if (failed(lengths))
+    return failure();
+  Tensor y = x;
+  int64_t width = batch * steps == 0 ? 0 : x.numElements() / (batch * steps);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = (*lengths)[b]; t < steps; ++t)
+      std::fill_n(y.ints.begin() + (b * steps + t) * width, width, 0);
   return y;
 }
 

@@ -817,18 +817,29 @@ void lruc::maskPaddedInputs(func::FuncOp func) {
     auto tag =
         func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "lru.input");
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!tag || !type || !type.getElementType().isF32() || type.getRank() < 3)
+    if (!tag || !type)
       continue;
-    StringRef name = tag.getValue();
+    // Real sequences [B, L, C] (features, per-step targets) and integer
+    // ones [B, L] (tokens, per-step labels).
+    bool integer = type.getElementType().isInteger(32);
+    if (!(integer || type.getElementType().isF32()) ||
+        type.getRank() < (integer ? 2 : 3))
+      continue;
+    StringRef name = tag.getValue(), stem = integer ? "tokens" : "features";
     StringRef suffix;
-    if (name.starts_with("features"))
-      suffix = name.drop_front(StringRef("features").size());
-    else if (name != "targets")
+    if (name.starts_with(stem))
+      suffix = name.drop_front(stem.size());
+    else if (name != (integer ? "labels" : "targets"))
       continue;
     BlockArgument lengths = byName.lookup(("lengths" + suffix).str());
     if (!lengths || arg.use_empty())
       continue;
     Location loc = arg.getLoc();
+    if (integer) {
+      auto kept = builder.create<ZeroPaddingOp>(loc, type, arg, lengths);
+      arg.replaceAllUsesExcept(kept.getResult(), kept.getOperation());
+      continue;
+    }
     auto maskType = RankedTensorType::get(
         {type.getDimSize(0), type.getDimSize(1)}, builder.getF32Type());
     Value &mask = masks[{lengths, maskType}];

@@ -327,6 +327,22 @@ def LRU_LengthMaskOp : LRU_Op<"length_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
+// An integer sequence input (tokens, per-step labels) past its lengths:
+// whatever a caller left there (-1, a token past the vocabulary) would be
+// range-checked by the gather or the cross entropy that reads it. 0 is a
+// valid token and a label that the length mask leaves unscored.
+def LRU_ZeroPaddingOp
+    : LRU_Op<"zero_padding", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "x [B, L, ...] with 0 at the steps at or past each "
+                "sequence's length";
+  let arguments = (ins LRU_I32Tensor:$x, LRU_I32Tensor:$lengths);
+  let results = (outs LRU_I32Tensor:$result);
+  let assemblyFormat = [{
+    $x `,` $lengths attr-dict `:` type($x) `,` type($lengths)
+  }];
+  let hasVerifier = 1;
+}
+
 def LRU_ScanOp : LRU_Op<"scan", [Pure, AttrSizedOperandSegments]> {
   let summary = "the diagonal linear recurrence x_t = lambda_t * x_{t-1} + b_t";
   let description = [{

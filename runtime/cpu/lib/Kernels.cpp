@@ -57,20 +57,24 @@ void stridesOf(const Shape &shape, int64_t *strides) {
   }
 }
 
-/// "name[i] = value is outside [0, limit]" (or "[0, limit)" when open).
+/// "name[i] = value is outside [0, limit]" (or "[0, limit)" when open);
+/// "name[i / steps, i % steps] = ..." for `steps` > 0.
 std::string outsideMessage(const char *name, int64_t i, int64_t value,
-                           int64_t limit, bool open) {
-  return std::string(name) + "[" + std::to_string(i) +
-         "] = " + std::to_string(value) + " is outside [0, " +
-         std::to_string(limit) + (open ? ")" : "]");
+                           int64_t limit, bool open, int64_t steps = 0) {
+  std::string entry =
+      steps > 0 ? std::to_string(i / steps) + ", " + std::to_string(i % steps)
+                : std::to_string(i);
+  return std::string(name) + "[" + entry + "] = " + std::to_string(value) +
+         " is outside [0, " + std::to_string(limit) + (open ? ")" : "]");
 }
 
 /// Whether every entry of `values` [count] is within [0, limit).
-bool checkIndices(const char *name, const int32_t *values, int64_t count,
+bool checkIndices(IndexSource source, const int32_t *values, int64_t count,
                   int64_t limit, std::string &error) {
   for (int64_t i = 0; i < count; ++i)
     if (values[i] < 0 || values[i] >= limit) {
-      error = outsideMessage(name, i, values[i], limit, true);
+      error =
+          outsideMessage(source.name, i, values[i], limit, true, source.steps);
       return false;
     }
   return true;
@@ -293,6 +297,18 @@ bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
       row[length - 1] = 1.0f;
     for (int64_t t = 0; scoredLabels && t < steps; ++t)
       row[t] = scoredLabels[b * steps + t] < 0 ? 0.0f : row[t];
+  }
+  return true;
+}
+
+bool zeroPadding(const int32_t *x, const int32_t *lengths, int64_t batch,
+                 int64_t steps, int64_t width, int32_t *y, std::string &error) {
+  if (!checkLengths(lengths, batch, steps, error))
+    return false;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t real = int64_t(lengths[b]) * width, all = steps * width;
+    std::copy_n(x + b * all, real, y + b * all);
+    std::fill(y + b * all + real, y + (b + 1) * all, 0);
   }
   return true;
 }
@@ -951,9 +967,9 @@ void setFewRowProducts(FewRowProducts how) {
 }
 
 bool gather(const float *table, int64_t vocab, int64_t width,
-            const int32_t *indices, int64_t count, float *y,
+            const int32_t *indices, int64_t count, IndexSource source, float *y,
             std::string &error) {
-  if (!checkIndices("indices", indices, count, vocab, error))
+  if (!checkIndices(source, indices, count, vocab, error))
     return false;
   for (int64_t i = 0; i < count; ++i) {
     const float *row = table + int64_t(indices[i]) * width;
@@ -963,9 +979,9 @@ bool gather(const float *table, int64_t vocab, int64_t width,
 }
 
 bool scatterAdd(const float *updates, const int32_t *indices, int64_t count,
-                int64_t vocab, int64_t width, float *table,
+                IndexSource source, int64_t vocab, int64_t width, float *table,
                 std::string &error) {
-  if (!checkIndices("indices", indices, count, vocab, error))
+  if (!checkIndices(source, indices, count, vocab, error))
     return false;
   std::fill(table, table + vocab * width, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
@@ -1012,7 +1028,7 @@ namespace {
 bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
                  bool ignoreNegative, std::string &error) {
   if (!ignoreNegative)
-    return checkIndices("labels", labels, rows, classes, error);
+    return checkIndices({"labels"}, labels, rows, classes, error);
   for (int64_t r = 0; r < rows; ++r)
     if (labels[r] >= classes) {
       error = outsideMessage("labels", r, labels[r], classes, true);

@@ -298,6 +298,30 @@ func.func @length_mask_scored(%len: tensor<3xi32>, %tags: tensor<3x8xi32>) {
 
 // -----
 
+func.func @zero_padding_rank(%x: tensor<?xi32>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'lru.zero_padding' op expects x [B, L, ...] with a static L, got 'tensor<?xi32>'}}
+  %0 = lru.zero_padding %x, %len : tensor<?xi32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @zero_padding_batch(%x: tensor<3x8xi32>, %len: tensor<2xi32>) {
+  // expected-error @+1 {{'lru.zero_padding' op expects lengths [B] of x's batch, got 'tensor<2xi32>'}}
+  %0 = lru.zero_padding %x, %len : tensor<3x8xi32>, tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @zero_padding_type(%x: tensor<3x8xf32>, %len: tensor<3xi32>) {
+  // expected-error @+1 {{'lru.zero_padding' op operand #0 must be}}
+  %0 = lru.zero_padding %x, %len : tensor<3x8xf32>, tensor<3xi32>
+  return
+}
+
+// -----
+
 func.func @sce_labels(%z: tensor<?x10xf32>, %k: tensor<?x2xi32>) {
   // expected-error @+1 {{'lru.softmax_cross_entropy' op expects labels [...] for logits [..., K]}}
   %0 = lru.softmax_cross_entropy %z, %k : (tensor<?x10xf32>, tensor<?x2xi32>) -> tensor<?xf32>

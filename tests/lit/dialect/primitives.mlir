@@ -105,6 +105,8 @@ func.func @sequences(%l: tensor<8xcomplex<f32>>, %lt: tensor<?x16x8xcomplex<f32>
   %1 = lru.length_mask last %len : tensor<?xi32> -> tensor<?x16xf32>
   // CHECK: lru.length_mask prefix %[[LEN]] scored %[[TAGS]] : tensor<?xi32>, tensor<?x16xi32> -> tensor<?x16xf32>
   %5 = lru.length_mask prefix %len scored %tags : tensor<?xi32>, tensor<?x16xi32> -> tensor<?x16xf32>
+  // CHECK: lru.zero_padding %[[TAGS]], %[[LEN]] : tensor<?x16xi32>, tensor<?xi32>
+  %6 = lru.zero_padding %tags, %len : tensor<?x16xi32>, tensor<?xi32>
   // CHECK: lru.scan %[[L]], %[[B]] : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
   %2 = lru.scan %l, %b : (tensor<8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>) -> tensor<?x16x8xcomplex<f32>>
   // CHECK: lru.scan %[[LT]], %[[B]] init %[[H0]] lengths %[[LEN]] reverse : (tensor<?x16x8xcomplex<f32>>, tensor<?x16x8xcomplex<f32>>, tensor<?x8xcomplex<f32>>, tensor<?xi32>) -> tensor<?x16x8xcomplex<f32>>

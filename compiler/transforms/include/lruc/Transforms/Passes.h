@@ -68,12 +68,14 @@ std::string describeLocation(mlir::Location loc);
 void populateDecomposePatterns(mlir::RewritePatternSet &patterns,
                                DecomposeMode mode);
 
-/// Reads each real-valued sequence argument of `func` that has lengths
-/// (`features`, `features_a`, per-step `targets`; `lengths` with the same
-/// suffix) as `lru.masked` by its length mask: 0 at every padded step,
-/// whatever the caller left there (a product with the mask keeps NaN and
+/// Reads each sequence argument of `func` that has lengths (`lengths` with
+/// the same suffix) as 0 at every padded step, whatever the caller left
+/// there: a real one (`features`, `features_a`, per-step `targets`) through
+/// `lru.masked` by its length mask (a product with the mask keeps NaN and
 /// infinities, which would reach every example through BatchNorm's
-/// statistics and the weight gradients).
+/// statistics and the weight gradients); an integer one (`tokens`,
+/// `tokens_a`, per-step `labels`) through `lru.zero_padding` (a -1 or a
+/// token past the vocabulary there would fail the gather's range check).
 void maskPaddedInputs(mlir::func::FuncOp func);
 
 } // namespace lruc

@@ -211,6 +211,11 @@ bool lengthMask(const int32_t *lengths, const int32_t *scoredLabels,
                 int64_t batch, int64_t steps, bool last, float *y,
                 std::string &error);
 
+/// lru.zero_padding: y = x [batch, steps, width] with 0 at each step
+/// t >= lengths[b] (x there is never read).
+bool zeroPadding(const int32_t *x, const int32_t *lengths, int64_t batch,
+                 int64_t steps, int64_t width, int32_t *y, std::string &error);
+
 /// lru.label_weight: y[i] = weights[labels[i]] for a label in [0, classes),
 /// else 0 (a step not scored; a label past the classes is the cross
 /// entropy's to report).
@@ -287,13 +292,20 @@ enum class FewRowProducts {
 };
 void setFewRowProducts(FewRowProducts how);
 
+/// What an index outside the table is reported as: `name[i]`, or
+/// `name[b, t]` of indices [B, steps] when `steps` > 0 (a model's tokens).
+struct IndexSource {
+  const char *name = "indices";
+  int64_t steps = 0;
+};
+
 /// y[i, :] = table[indices[i], :] for i < count; table is [vocab, width].
 bool gather(const float *table, int64_t vocab, int64_t width,
-            const int32_t *indices, int64_t count, float *y,
+            const int32_t *indices, int64_t count, IndexSource source, float *y,
             std::string &error);
 /// table[vocab, width] = 0, then table[indices[i], :] += updates[i, :].
 bool scatterAdd(const float *updates, const int32_t *indices, int64_t count,
-                int64_t vocab, int64_t width, float *table,
+                IndexSource source, int64_t vocab, int64_t width, float *table,
                 std::string &error);
 
 // --- Losses and randomness ----------------------------------------------------
