@@ -74,6 +74,19 @@ TEST(TensorData, TokensWithAndWithoutLengths) {
   d = readTensorData(dir.path(), Split::Test, 4);
   EXPECT_EQ(d.sequence(0).size, 1u);
   EXPECT_EQ(d.truncated, 0);
+  // Past given lengths tokens are not read: -1 or out of range there is
+  // padding, and the vocabulary is the real tokens'.
+  writeSplit(
+      dir, "test",
+      {{"tokens", DType::I64, {2, 4}, {5, -1, 70000, -1, 9, 3, -1, 0}, {}},
+       {"lengths", DType::I32, {2}, {1, 2}, {}},
+       {"labels", DType::I64, {2}, {1, 1}, {}}});
+  d = readTensorData(dir.path(), Split::Test, 4);
+  ASSERT_EQ(d.sequence(0).size, 1u);
+  EXPECT_EQ(d.sequence(0)[0], 5);
+  ASSERT_EQ(d.sequence(1).size, 2u);
+  EXPECT_EQ(d.sequence(1)[1], 3);
+  EXPECT_EQ(d.vocab, 10);
   EXPECT_FALSE(tensorDataHasValidation(dir.path()));
 }
 

@@ -52,20 +52,25 @@ Sequences readSequences(const SafetensorsFile &file, const std::string &name,
   if (s.width < 1)
     throw HostError(
         fmt::format("{}: \"{}\" has sequences of 0 steps", file.name(), name));
+  // With lengths, the tokens past each example's end are not read (they
+  // may hold anything, -1 too) and become 0, the padding token.
+  const bool given = file.find(lengthsName) != nullptr;
+  if (given)
+    s.lengths = integerTensor(file, lengthsName, 1, rows).values;
   s.tokens.resize(tokens.values.size());
   for (size_t k = 0; k < tokens.values.size(); ++k) {
+    const size_t example = k / size_t(s.width), step = k % size_t(s.width);
+    if (given && int64_t(step) >= s.lengths[example])
+      continue;
     const int64_t v = tokens.values[k];
     if (v < 0 || v > std::numeric_limits<uint16_t>::max())
       throw HostError(fmt::format("{}: \"{}\"[{}, {}] = {} is outside [0, "
                                   "65536)",
-                                  file.name(), name, k / size_t(s.width),
-                                  k % size_t(s.width), v));
+                                  file.name(), name, example, step, v));
     s.tokens[k] = uint16_t(v);
     s.vocab = std::max(s.vocab, v + 1);
   }
-  if (file.find(lengthsName)) {
-    s.lengths = integerTensor(file, lengthsName, 1, rows).values;
-  } else { // up to the last non-zero token
+  if (!given) { // up to the last non-zero token
     s.lengths.resize(size_t(rows));
     for (int64_t i = 0; i < rows; ++i) {
       const uint16_t *row = s.tokens.data() + size_t(i * s.width);
