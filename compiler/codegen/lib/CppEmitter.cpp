@@ -131,10 +131,6 @@ std::string initJson(lru::ParamOp op) {
 // Functions
 //===----------------------------------------------------------------------===//
 
-/// Emits one IR function as
-///   bool lruc_library::run_NAME(int64_t B, const float *params,
-///       const float *state, const void *const *args,
-///       void *const *results, std::string &error)
 /// How a gather's or scatter_add's index outside the table is reported
 /// (`lruc::cpu::IndexSource`): by the model input it reads, as given or
 /// through lru.zero_padding, and at [b, t] of a sequence of tokens.
@@ -152,6 +148,10 @@ std::string indexSource(Value indices) {
          (type.getRank() == 2 ? dimExpr(type.getDimSize(1)) : "0") + "}";
 }
 
+/// Emits one IR function as
+///   bool lruc_library::run_NAME(int64_t B, const float *params,
+///       const float *state, const void *const *args,
+///       void *const *results, std::string &error)
 class FunctionEmitter {
 public:
   /// An op's row in the profile table (lruc_profile.h).
