@@ -129,7 +129,8 @@ int64_t sizes(int32_t i, int64_t B) {
 
 const char *const kKernels[] = {"k0", "k1", "k2"};
 
-const Report kReports[] = {{5, "lru.gather at m.lru:1:2"}};
+const Report kReports[] = {{5, "lru.gather at m.lru:1:2"},
+                           {8, "lru.gather at m.lru:3:4", "tokens_b", 4}};
 const HostCopy kCopies[] = {{2, 64, 16}}; // args[2], 16 bytes
 const Address kOperands[] = {
     // The launch: one of each region.
@@ -161,7 +162,7 @@ const Step kSteps[] = {
 constexpr int64_t kChainItems = 3;
 const Function kFunction = {"f",     sizes,     {8, 32}, kChainItems, 128,
                             kCopies, 1,         kSteps,  4,           kLaunches,
-                            kGemms,  kOperands, kSites,  kReports,    1};
+                            kGemms,  kOperands, kSites,  kReports,    2};
 
 TEST(GpuSchedule, ScanChainBytes) {
   EXPECT_EQ(scanChainBytes(0, 5), 0);
@@ -271,6 +272,12 @@ TEST(GpuSchedule, AReportIsAnErrorNamingTheOp) {
   recorder.report = {6, 0, 1, 2};
   EXPECT_FALSE(call.run(recorder));
   EXPECT_EQ(call.error, "bad input in @f, an op: entry 1 is 2, out of range");
+  // Indices that are a model input [B, 4]: entry 9 is example 2, step 1.
+  recorder = Recorder();
+  recorder.report = {8, 0, 9, -1};
+  EXPECT_FALSE(call.run(recorder));
+  EXPECT_EQ(call.error, "bad input in @f, lru.gather at m.lru:3:4: "
+                        "tokens_b[2, 1] is -1, out of range");
 }
 
 TEST(GpuSchedule, DeferredStatusIsHandedOver) {

@@ -414,7 +414,8 @@ inline void expectGpuScheduleMatchesCpu(
               0);
     EXPECT_NE(std::string(message).find("lru.gather at"), std::string::npos)
         << message;
-    EXPECT_NE(std::string(message).find("is 1048576"), std::string::npos)
+    EXPECT_NE(std::string(message).find("tokens[0, 0] is 1048576"),
+              std::string::npos)
         << message;
 
     // The same call with its status deferred (lruc_gpu_ops.defer_status):

@@ -131,21 +131,13 @@ std::string initJson(lru::ParamOp op) {
 // Functions
 //===----------------------------------------------------------------------===//
 
-/// How a gather's or scatter_add's index outside the table is reported
-/// (`lruc::cpu::IndexSource`): by the model input it reads, as given or
-/// through lru.zero_padding, and at [b, t] of a sequence of tokens.
+/// How a gather's or scatter_add's index outside the table is reported:
+/// its `lruc::cpu::IndexSource`.
 std::string indexSource(Value indices) {
-  if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
-    indices = padded.getX();
-  std::string name = "indices";
-  if (auto arg = dyn_cast<BlockArgument>(indices))
-    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-      if (auto tag = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                       "lru.input"))
-        name = tag.str();
-  auto type = cast<RankedTensorType>(indices.getType());
-  return "lruc::cpu::IndexSource{" + quoted(name) + ", " +
-         (type.getRank() == 2 ? dimExpr(type.getDimSize(1)) : "0") + "}";
+  IndexOrigin origin = indexOrigin(indices);
+  return "lruc::cpu::IndexSource{" +
+         quoted(origin.input.empty() ? "indices" : origin.input) + ", " +
+         std::to_string(origin.steps) + "}";
 }
 
 /// Emits one IR function as

@@ -3,6 +3,8 @@
 #include "EmitSupport.h"
 #include "lruc/core/Random.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -42,6 +44,22 @@ std::string productExpr(ArrayRef<int64_t> dims) {
   for (int64_t d : dims)
     s += (s.empty() ? "" : " * ") + dimExpr(d);
   return s;
+}
+
+IndexOrigin indexOrigin(Value indices) {
+  if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
+    indices = padded.getX();
+  IndexOrigin origin;
+  if (auto arg = dyn_cast<BlockArgument>(indices))
+    if (auto owner =
+            dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()))
+      if (auto tag = owner.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "lru.input"))
+        origin.input = tag.str();
+  auto type = cast<RankedTensorType>(indices.getType());
+  if (type.getRank() == 2 && !type.isDynamicDim(1))
+    origin.steps = type.getDimSize(1);
+  return origin;
 }
 
 std::string quoted(StringRef s) {

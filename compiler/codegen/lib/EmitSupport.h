@@ -42,6 +42,16 @@ std::string quoted(llvm::StringRef s);
 /// The element count of `v`'s tensor as C++.
 std::string countExpr(mlir::Value v);
 
+/// The model input a gather's or scatter_add's indices are (as given or
+/// through lru.zero_padding; empty for a value computed otherwise) and
+/// their steps a sequence (0 unless they are [B, L]): what both backends
+/// call an index outside the table.
+struct IndexOrigin {
+  std::string input;
+  int64_t steps = 0;
+};
+IndexOrigin indexOrigin(mlir::Value indices);
+
 /// Row-major coordinates of flat indices of a shape, as C++.
 class Coordinates {
 public:

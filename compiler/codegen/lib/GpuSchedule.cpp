@@ -120,13 +120,23 @@ public:
       indexOf[&op] = index;
     llvm::SmallPtrSet<Operation *, 16> named;
     size_t reports = 0;
-    for (const CudaLaunch &launch : plan.launches)
-      if (launch.reports && named.insert(launch.op).second)
-        os << (reports++ ? "" : "const Report " + name + "_reports[] = {\n")
-           << "  {" << indexOf.lookup(launch.op) << ", "
-           << quoted(launch.op->getName().getStringRef().str() + " at " +
-                     describeLocation(launch.op->getLoc()))
-           << "},\n";
+    for (const CudaLaunch &launch : plan.launches) {
+      if (!launch.reports || !named.insert(launch.op).second)
+        continue;
+      os << (reports++ ? "" : "const Report " + name + "_reports[] = {\n")
+         << "  {" << indexOf.lookup(launch.op) << ", "
+         << quoted(launch.op->getName().getStringRef().str() + " at " +
+                   describeLocation(launch.op->getLoc()));
+      Value indices;
+      if (auto gather = dyn_cast<lru::GatherOp>(launch.op))
+        indices = gather.getIndices();
+      if (auto scatter = dyn_cast<lru::ScatterAddOp>(launch.op))
+        indices = scatter.getIndices();
+      if (IndexOrigin origin = indices ? indexOrigin(indices) : IndexOrigin();
+          !origin.input.empty())
+        os << ", " << quoted(origin.input) << ", " << origin.steps;
+      os << "},\n";
+    }
     if (reports)
       os << "};\n";
 

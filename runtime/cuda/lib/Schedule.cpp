@@ -65,20 +65,28 @@ struct Frame {
   }
 };
 
-const char *describe(const Function &function, int32_t op) {
+const Report *reportOf(const Function &function, int32_t op) {
   for (int32_t i = 0; i < function.reportCount; ++i)
     if (function.reports[i].op == op)
-      return function.reports[i].description;
-  return "an op";
+      return &function.reports[i];
+  return nullptr;
 }
 
 bool says(const Function &function, const Status &seen, std::string &error) {
   if (seen.op < 0)
     return true;
+  const Report *report = reportOf(function, seen.op);
+  std::string entry = "entry " + std::to_string(seen.index);
+  if (report && report->input)
+    entry =
+        std::string(report->input) + "[" +
+        (report->steps > 0 ? std::to_string(seen.index / report->steps) + ", " +
+                                 std::to_string(seen.index % report->steps)
+                           : std::to_string(seen.index)) +
+        "]";
   error = std::string("bad input in @") + function.name + ", " +
-          describe(function, seen.op) + ": entry " +
-          std::to_string(seen.index) + " is " + std::to_string(seen.value) +
-          ", out of range";
+          (report ? report->description : "an op") + ": " + entry + " is " +
+          std::to_string(seen.value) + ", out of range";
   return false;
 }
 

@@ -112,10 +112,14 @@ struct HostCopy {
 };
 
 /// An op that may report bad input: its number in the function (the
-/// status block's `op`) and what a message calls it.
+/// status block's `op`) and what a message calls it; for a gather's or
+/// scatter_add's indices that are a model input, its name and steps a
+/// sequence (0: not [B, L]), so that an entry is named `tokens[b, t]`.
 struct Report {
   int32_t op;
   const char *description;
+  const char *input = nullptr;
+  int64_t steps = 0;
 };
 
 /// One IR function's schedule.
