@@ -621,34 +621,42 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   EXPECT_FALSE(isMapped(path));
 }
 
+/// The lengths of @forward_train's sequence input `tag` in `args`
+/// (`lengths` with the input's suffix: `tokens_a` is measured by
+/// `lengths_a`), or null for an input that is not such a sequence.
+const std::vector<int64_t> *lengthsOf(mlir::func::FuncOp train,
+                                      const std::vector<Tensor> &args,
+                                      const std::string &tag) {
+  for (const char *stem : {"features", "targets", "tokens", "labels"}) {
+    if (tag.rfind(stem, 0) != 0)
+      continue;
+    const std::string lengths = "lengths" + tag.substr(std::strlen(stem));
+    for (unsigned k = 0; k < args.size(); ++k)
+      if (lruc::testing::inputTag(train, k) == lengths)
+        return &args[k].ints;
+  }
+  return nullptr;
+}
+
 /// Sets every sequence input of `args` (@forward_train's) past each
-/// sequence's length (`lengths` with the input's suffix): the features and
-/// per-step targets to `value`, the tokens and per-step labels to `token`;
-/// returns how many values it set.
+/// sequence's length: the features and per-step targets [B, L, C] to
+/// `value`, the tokens and per-step labels [B, L] to `token`; returns how
+/// many values it set.
 int fillPadding(mlir::func::FuncOp train, std::vector<Tensor> &args,
                 float value, int32_t token) {
-  std::map<std::string, unsigned> byTag;
-  for (unsigned i = 0; i < args.size(); ++i)
-    byTag[lruc::testing::inputTag(train, i)] = i;
   int changed = 0;
   for (unsigned i = 0; i < args.size(); ++i) {
-    const std::string tag = lruc::testing::inputTag(train, i);
     auto type =
         mlir::cast<mlir::RankedTensorType>(train.getArgument(i).getType());
     const bool integer = type.getElementType().isInteger(32);
-    std::string suffix;
-    for (const char *stem : {"features", "targets", "tokens", "labels"})
-      if (tag.rfind(stem, 0) == 0)
-        suffix = tag.substr(std::strlen(stem));
-    auto lengths = byTag.find("lengths" + suffix);
-    if (lengths == byTag.end() || type.getRank() != (integer ? 2 : 3) ||
-        (tag == "targets" && integer) || tag == "lengths")
+    const std::vector<int64_t> *lengths =
+        lengthsOf(train, args, lruc::testing::inputTag(train, i));
+    if (!lengths || type.getRank() != (integer ? 2 : 3))
       continue;
     const int64_t steps = type.getDimSize(1),
                   width = integer ? 1 : type.getDimSize(2);
-    const std::vector<int64_t> &real = args[lengths->second].ints;
-    for (size_t b = 0; b < real.size(); ++b)
-      for (int64_t t = real[b]; t < steps; ++t)
+    for (size_t b = 0; b < lengths->size(); ++b)
+      for (int64_t t = (*lengths)[b]; t < steps; ++t)
         for (int64_t k = 0; k < width; ++k, ++changed) {
           int64_t at = (int64_t(b) * steps + t) * width + k;
           if (integer)
@@ -782,11 +790,9 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
       const std::string tag = lruc::testing::inputTag(train, i);
       if (tag.rfind("tokens", 0) != 0)
         continue;
-      const std::string suffix = tag.substr(std::strlen("tokens"));
-      std::vector<int64_t> lengths;
-      for (unsigned k = 0; k < args.size(); ++k)
-        if (lruc::testing::inputTag(train, k) == "lengths" + suffix)
-          lengths = args[k].ints;
+      const std::vector<int64_t> *found = lengthsOf(train, args, tag);
+      ASSERT_NE(found, nullptr) << c.name << ": " << tag << " has no lengths";
+      const std::vector<int64_t> &lengths = *found;
       // The last real step of the longest example.
       const size_t b = size_t(std::max_element(lengths.begin(), lengths.end()) -
                               lengths.begin());
