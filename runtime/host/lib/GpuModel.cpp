@@ -456,12 +456,36 @@ void GpuModel::stepReset(int64_t batch) {
   char message[512] = "";
   if (gpu_.step_reset(device_->ops(), batch, carry_, message, sizeof message))
     fail("step_reset", message);
+  carryHolds(batch);
+}
+
+void GpuModel::carryHolds(int64_t batch) {
   if (batch != carryBatch_) { // a graph is for one batch
     device_->destroyGraph(stepGraph_);
     stepGraph_ = nullptr;
     stepSetUp_ = false;
   }
   carryBatch_ = batch;
+}
+
+void GpuModel::stepSetCarry(int64_t batch, const float *carry) {
+  const Manifest &m = library_.manifest();
+  if (!m.step || !gpu_.step)
+    fail("step carry",
+         m.step ? "the GPU half has no step mode" : m.stepUnavailable);
+  checkBatch(batch, "step carry");
+  copy(carry_, carry, size_t(batch) * m.step->carryFloats * sizeof(float),
+       LRUC_COPY_HOST_TO_DEVICE, "loading the step carry");
+  carryHolds(batch);
+}
+
+void GpuModel::stepCarry(float *carry) const {
+  if (carryBatch_ == 0)
+    fail("step carry", "no carry (step_reset first)");
+  copy(carry, carry_,
+       size_t(carryBatch_) * library_.manifest().step->carryFloats *
+           sizeof(float),
+       LRUC_COPY_DEVICE_TO_HOST, "reading the step carry");
 }
 
 void GpuModel::useStepGraphs(bool on) {

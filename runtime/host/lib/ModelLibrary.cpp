@@ -154,6 +154,46 @@ void mergeManifestParams(const json &list, std::vector<ParamInfo> &params,
   }
 }
 
+/// The manifest's step carries: each inside the carry block, none
+/// overlapping another.
+std::vector<CarryInfo> carriesOf(const json &list, uint64_t carryFloats,
+                                 const std::string &source) {
+  std::vector<CarryInfo> carries;
+  for (const json &entry : list) {
+    CarryInfo carry;
+    carry.name = entry.at("name").get<std::string>();
+    const auto dtype = entry.at("dtype").get<std::string>();
+    if (dtype != "float" && dtype != "complex64")
+      throw HostError(fmt::format("{}: step carry {} has dtype {}", source,
+                                  carry.name, dtype));
+    carry.complex = dtype == "complex64";
+    auto shape = entry.at("shape").get<std::vector<int64_t>>();
+    if (shape.empty() || shape[0] != -1)
+      throw HostError(fmt::format("{}: step carry {} is not [batch, ...]",
+                                  source, carry.name));
+    carry.shape.assign(shape.begin() + 1, shape.end());
+    carry.floats = carry.complex ? 2 : 1;
+    for (int64_t d : carry.shape) {
+      if (d < 0)
+        throw HostError(fmt::format("{}: step carry {} has a dynamic dim",
+                                    source, carry.name));
+      carry.floats *= uint64_t(d);
+    }
+    carry.offset = entry.at("offset").get<uint64_t>();
+    for (const CarryInfo &other : carries)
+      if (carry.offset < other.offset + other.floats &&
+          other.offset < carry.offset + carry.floats)
+        throw HostError(fmt::format("{}: step carries {} and {} overlap",
+                                    source, other.name, carry.name));
+    if (carry.offset + carry.floats > carryFloats)
+      throw HostError(fmt::format(
+          "{}: step carry {} ends at {} floats, past the block's {}", source,
+          carry.name, carry.offset + carry.floats, carryFloats));
+    carries.push_back(std::move(carry));
+  }
+  return carries;
+}
+
 } // namespace
 
 TrainSettings parseTrainSettings(std::string_view trainJson,
@@ -320,6 +360,9 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
           fmt::format("{}: its manifest is not a JSON object", source));
     mergeManifestParams(doc.at("params"), manifest.params, "param", source);
     mergeManifestParams(doc.at("state"), manifest.state, "state", source);
+    if (manifest.step)
+      manifest.step->carries = carriesOf(doc.at("step").at("carries"),
+                                         manifest.step->carryFloats, source);
     if (auto train = doc.find("train");
         train != doc.end() && train->is_object() && !train->empty())
       manifest.train = parseTrainSettings(train->dump(), source);

@@ -1,7 +1,8 @@
 //===- lru-predict.cpp - A checkpoint's predictions for inputs in a file --===//
 //
 //   lru-predict model.so CHECKPOINT INPUTS.safetensors -o OUT.safetensors
-//               [--stream] [--batch N] [--threads N]
+//               [--stream [--carry-in FILE] [--carry-out FILE]]
+//               [--batch N] [--threads N]
 //               [--device cpu|gpu|auto] [--matmul fp32|tf32]
 //
 // Runs the checkpoint in eval mode (running statistics, no dropout) on the
@@ -19,7 +20,10 @@
 //
 // --stream runs step mode instead, each batch from a fresh carry:
 // `predictions` [n, L, ...] after every step, NaN past each sequence's
-// end, no loss.
+// end, no loss. --carry-out writes where each stream stands after its last
+// step (a carry file, lruc/host/StreamCarries.h), from which --carry-in
+// continues it: a stream fed in pieces, one inputs file each, gives the
+// predictions of the whole.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +37,7 @@
 #include "lruc/host/ModelLibrary.h"
 #include "lruc/host/Progress.h"
 #include "lruc/host/Safetensors.h"
+#include "lruc/host/StreamCarries.h"
 
 #include <fmt/format.h>
 
@@ -60,7 +65,9 @@ struct Runner {
   const ModelLibrary &library;
   const Checkpoint &checkpoint;
   GpuModel *gpu;
-  std::vector<std::vector<float>> carries; ///< per worker, CPU only
+  /// Per worker: the CPU's carry blocks; on a GPU, worker 0's copy of
+  /// the device's when it goes in or out.
+  std::vector<std::vector<float>> carries;
 
   void forward(int64_t count, const void *const *inputs,
                float *const *outputs) {
@@ -69,12 +76,31 @@ struct Runner {
     library.forward(count, checkpoint.params.data(), checkpoint.state.data(),
                     inputs, outputs);
   }
-  void stepReset(int64_t count, int worker) {
+  /// Starts `count` streams: fresh, or (with `from`) where rows [begin,
+  /// begin + count) of `from` stand.
+  void stepStart(int64_t count, int worker, const StreamCarries *from,
+                 int64_t begin) {
+    std::vector<float> &carry = carries[size_t(worker)];
+    if (from) {
+      carry.assign(size_t(count) * library.manifest().step->carryFloats, 0);
+      from->toBlock(begin, count, carry.data());
+      if (gpu)
+        gpu->stepSetCarry(count, carry.data());
+      return;
+    }
     if (gpu)
       return gpu->stepReset(count);
-    std::vector<float> &carry = carries[size_t(worker)];
     carry.resize(size_t(count) * library.manifest().step->carryFloats);
     library.stepReset(count, carry.data());
+  }
+  /// The carry block of the worker's `count` streams, in host memory.
+  const float *carryNow(int64_t count, int worker) {
+    std::vector<float> &carry = carries[size_t(worker)];
+    if (gpu) {
+      carry.resize(size_t(count) * library.manifest().step->carryFloats);
+      gpu->stepCarry(carry.data());
+    }
+    return carry.data();
   }
   void step(int64_t count, int worker, const void *const *inputs,
             float *const *outputs) {
@@ -187,10 +213,14 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
   return out;
 }
 
-/// Step mode on every batch from a fresh carry: the predictions after
-/// each step, [rows, L, ...]; NaN past each sequence's end.
+/// Step mode on every batch from a fresh carry, or from where `carryIn`'s
+/// streams stand: the predictions after each step, [rows, L, ...]; NaN
+/// past each sequence's end. With `carryOut`, each stream's carry after
+/// its last step goes there.
 Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
                             int64_t batch, int workers,
+                            const StreamCarries *carryIn,
+                            StreamCarries *carryOut,
                             ExampleProgress &progress) {
   const Manifest &m = runner.library.manifest();
   const StepInfo &stepInfo = *m.step;
@@ -220,10 +250,14 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
         std::vector<const void *> pointers(sources.size());
         std::vector<float> stepOutputs(size_t(count) * row);
         float *outputs[] = {stepOutputs.data()};
-        int64_t steps = L;
-        if (ex.lengths) // checked: at most L each
-          steps = *std::max_element(ex.lengths + begin, ex.lengths + end);
-        runner.stepReset(count, worker);
+        // Each stream's steps in this file (checked: 1 to L each).
+        auto stepsOf = [&](int64_t b) {
+          return ex.lengths ? int64_t(ex.lengths[begin + size_t(b)]) : L;
+        };
+        int64_t steps = 0;
+        for (int64_t b = 0; b < count; ++b)
+          steps = std::max(steps, stepsOf(b));
+        runner.stepStart(count, worker, carryIn, int64_t(begin));
         for (int64_t t = 0; t < steps; ++t) {
           for (size_t i = 0; i < sources.size(); ++i) {
             const size_t width = sources[i]->rowBytes / size_t(L);
@@ -243,6 +277,18 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
                           out.values.data() +
                               ((begin + size_t(b)) * size_t(L) + size_t(t)) *
                                   row);
+          // The streams whose last step this was stand where they will
+          // continue from (the others step on, over padding).
+          const float *carry = nullptr;
+          for (int64_t b = 0; carryOut && b < count; ++b) {
+            if (stepsOf(b) != t + 1)
+              continue;
+            if (!carry)
+              carry = runner.carryNow(count, worker);
+            const int64_t stream = int64_t(begin) + b;
+            carryOut->fromBlock(carry, count, b, stream,
+                                (carryIn ? carryIn->steps(stream) : 0) + t + 1);
+          }
         }
         progress.batchDone(count);
       });
@@ -253,6 +299,7 @@ int predictMain(int argc, char **argv) {
   std::optional<std::string> outPath;
   std::optional<int64_t> batchFlag, threadsFlag;
   bool stream = false;
+  std::optional<std::string> carryInPath, carryOutPath;
   tools::DeviceFlags devices;
   tools::CommandLine cl(kTool, "model.so CHECKPOINT INPUTS.safetensors -o "
                                "OUT.safetensors [options]");
@@ -264,6 +311,12 @@ int predictMain(int argc, char **argv) {
   cl.flag("stream", &stream,
           "run step mode, one step at a time from a fresh carry: the "
           "predictions after every step");
+  cl.flag("carry-in", &carryInPath, "FILE",
+          "with --stream: continue each stream from where a carry file of "
+          "--carry-out left it, instead of a fresh carry");
+  cl.flag("carry-out", &carryOutPath, "FILE",
+          "with --stream: write where each stream stands after its last "
+          "step (a carry file, safetensors) for --carry-in to continue");
   devices.declare(cl);
   std::vector<std::string> positional = cl.parse(argc, argv);
   if (positional.size() != 3)
@@ -277,6 +330,11 @@ int predictMain(int argc, char **argv) {
        {std::pair{&batchFlag, "batch"}, {&threadsFlag, "threads"}})
     if (*value && **value <= 0)
       throw UsageError(fmt::format("--{} must be positive", name));
+  for (auto [value, name] :
+       {std::pair{&carryInPath, "carry-in"}, {&carryOutPath, "carry-out"}})
+    if (*value && !stream)
+      throw UsageError(
+          fmt::format("--{} is step mode's: pass --stream too", name));
   devices.check();
   const int64_t batch = batchFlag.value_or(32);
 
@@ -290,6 +348,12 @@ int predictMain(int argc, char **argv) {
       loadCheckpoint(positional[1], m, OptimizerState::Optional);
   const ModelInputs examples =
       readModelInputs(SafetensorsFile::read(positional[2]), m);
+  std::optional<StreamCarries> carryIn, carryOut;
+  if (carryInPath)
+    carryIn = StreamCarries::parse(SafetensorsFile::read(*carryInPath), m,
+                                   examples.rows);
+  if (carryOutPath)
+    carryOut.emplace(*m.step, examples.rows);
 
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
@@ -314,7 +378,9 @@ int predictMain(int argc, char **argv) {
   {
     ExampleProgress progress(examples.rows);
     predictions =
-        stream ? predictStreamed(runner, examples, batch, workers, progress)
+        stream ? predictStreamed(runner, examples, batch, workers,
+                                 carryIn ? &*carryIn : nullptr,
+                                 carryOut ? &*carryOut : nullptr, progress)
                : predictWhole(runner, examples, batch, workers, progress);
   }
   const double seconds =
@@ -334,6 +400,10 @@ int predictMain(int argc, char **argv) {
                        {"inputs", positional[2]},
                        {"mode", stream ? "step mode" : "forward"}};
   writeFileAtomically(*outPath, encodeSafetensors(tensors, metadata));
+  if (carryOut) {
+    metadata.erase("mode");
+    writeFileAtomically(*carryOutPath, carryOut->encode(metadata));
+  }
 
   const std::string device =
       gpu ? "gpu: " + gpu->deviceDescription()
@@ -344,6 +414,19 @@ int predictMain(int argc, char **argv) {
               (long long)checkpoint.step, stream ? ", streamed" : "", seconds,
               device.c_str(), shapeString(predictions.shape).c_str(),
               outPath->c_str());
+  if (carryOut) {
+    int64_t least = carryOut->steps(0), most = least;
+    for (int64_t r = 1; r < carryOut->rows(); ++r) {
+      least = std::min(least, carryOut->steps(r));
+      most = std::max(most, carryOut->steps(r));
+    }
+    std::printf("%s: wrote where the %lld streams stand (%s steps taken) to "
+                "%s\n",
+                kTool, (long long)carryOut->rows(),
+                least == most ? std::to_string(least).c_str()
+                              : fmt::format("{}-{}", least, most).c_str(),
+                carryOutPath->c_str());
+  }
   const TensorInfo *labels = m.findInput("labels");
   if (withLoss && labels && predictions.shape.size() == 2) {
     const size_t at = size_t(labels - m.inputs.data());

@@ -5,6 +5,17 @@ import json
 import struct
 
 
+def pop_option(args, name, default=None):
+    """The value after `name` in the command-line list `args` (both taken
+    out of it), or `default` when it is not there."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i : i + 2]
+    return value
+
+
 def read_tensors(path):
     """{name: (dtype, shape, raw bytes)}; the metadata is left out."""
     with open(path, "rb") as f:

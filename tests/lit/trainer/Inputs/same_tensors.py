@@ -12,7 +12,7 @@ checkpoint records wall-clock time).
 import struct
 import sys
 
-from safetensors_file import read_tensors as tensors
+from safetensors_file import pop_option, read_tensors as tensors
 
 
 def largest_difference(x, y):
@@ -28,16 +28,10 @@ def largest_difference(x, y):
 
 
 args = sys.argv[1:]
-atol = None
-if "--atol" in args:
-    i = args.index("--atol")
-    atol = float(args[i + 1])
-    del args[i : i + 2]
-only = None
-if "--only" in args:
-    i = args.index("--only")
-    only = args[i + 1].split(",")
-    del args[i : i + 2]
+atol = pop_option(args, "--atol")
+atol = None if atol is None else float(atol)
+only = pop_option(args, "--only")
+only = None if only is None else only.split(",")
 a, b = tensors(args[0]), tensors(args[1])
 if only is not None:
     missing = [name for name in only if name not in a or name not in b]

@@ -13,7 +13,7 @@ import math
 import struct
 import sys
 
-from safetensors_file import read_tensors
+from safetensors_file import pop_option, read_tensors
 
 
 def values(path, name, fmt):
@@ -23,11 +23,7 @@ def values(path, name, fmt):
 
 
 args = sys.argv[1:]
-atol = 1e-4
-if "--atol" in args:
-    i = args.index("--atol")
-    atol = float(args[i + 1])
-    del args[i : i + 2]
+atol = float(pop_option(args, "--atol", 1e-4))
 (n, L, K), streamed = values(args[0], "predictions", "f")
 whole_shape, whole = values(args[1], "predictions", "f")
 _, lengths = values(args[2], "lengths", "i")

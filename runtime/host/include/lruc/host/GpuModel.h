@@ -136,6 +136,12 @@ public:
   /// not the one the carry was reset for.
   void stepReset(int64_t batch);
   void step(int64_t batch, const void *const *inputs, float *const *outputs);
+  /// The carry of `batch` sequences from host memory (a carry block,
+  /// lruc_model.h), in place of stepReset's zeros: streams that continue.
+  void stepSetCarry(int64_t batch, const float *carry);
+  /// The carry of the batch of the last stepReset or stepSetCarry into
+  /// host memory (that batch times StepInfo::carryFloats floats).
+  void stepCarry(float *carry) const;
   /// Whether step mode runs as a CUDA graph (default: yes, unless
   /// $LRUC_CUDA_GRAPHS is 0); off, each step launches its kernels one by
   /// one. A graph that cannot be captured falls back to that, with a
@@ -158,6 +164,8 @@ private:
                             int64_t batch);
   void stepByLaunches(int64_t batch, const void *const *inputs,
                       float *const *outputs);
+  /// The carry now holds `batch` sequences (a step graph is for one batch).
+  void carryHolds(int64_t batch);
   /// stepGraph_ for the carry's batch; false (and stepGraphs_ off, with a
   /// warning) when the driver cannot capture it.
   bool captureStep(int64_t batch);

@@ -71,12 +71,24 @@ struct TrainSettings {
   int64_t evalEvery = 0; ///< 0: once per epoch
 };
 
+/// One of step mode's carries (a recurrence's state, a running sum of
+/// mean pooling): in a carry block of `batch` examples, a dense
+/// [batch, shape...] array starting at batch * offset floats.
+struct CarryInfo {
+  std::string name;     ///< "blocks.0.lru.state", "pool.sum"
+  bool complex = false; ///< complex64: each value a pair of floats (re, im)
+  std::vector<int64_t> shape; ///< an example's, without the batch
+  uint64_t offset = 0;        ///< in floats, per example of the block
+  uint64_t floats = 0;        ///< an example's, complex pairs counted as two
+};
+
 /// Step mode (lruc_model.h): one step of each sequence input in, the
 /// predictions after that step out, and a carry block of
 /// batch * carryFloats floats between steps.
 struct StepInfo {
   uint64_t carryFloats = 0; ///< per example
   std::vector<TensorInfo> inputs, outputs;
+  std::vector<CarryInfo> carries; ///< as the manifest's "step" lists them
 };
 
 /// Everything the library says about itself.

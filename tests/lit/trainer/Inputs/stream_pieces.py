@@ -1,0 +1,112 @@
+"""Splits a stream of inputs in two at step K, and checks that streaming the
+pieces one after the other (lru-predict --stream --carry-out, then
+--carry-in) predicts what streaming the whole does:
+
+    python stream_pieces.py split WHOLE K FIRST SECOND
+    python stream_pieces.py check WHOLE K LENGTHS_FILE FIRST SECOND CARRY_1 CARRY_2 [--atol X]
+    python stream_pieces.py list FILE
+
+split: WHOLE holds `tokens` or `features` [n, L, ...] and `lengths` [n]
+(each above K); FIRST gets steps [0, K) of each sequence (lengths K),
+SECOND the rest moved to the start (lengths length - K), padding 0 after.
+Every other tensor is left out.
+
+check: WHOLE, FIRST and SECOND are --stream predictions [n, L, ...]:
+FIRST's step t must be WHOLE's step t, SECOND's step t WHOLE's step K + t,
+bit for bit (or within --atol), and NaN past each piece's length; CARRY_1
+and CARRY_2 (the carry files after each piece) must say K and length steps
+taken.
+
+list: each tensor of FILE as "NAME DTYPE [SHAPE]", in the file's order.
+Pure Python (safetensors_file.py).
+"""
+import math
+import struct
+import sys
+
+from safetensors_file import pop_option, read_tensors, write_tensors
+
+
+def ints(raw, dtype):
+    fmt = {"I32": "i", "I64": "q"}[dtype]
+    return list(struct.unpack(f"<{len(raw) // struct.calcsize(fmt)}{fmt}", raw))
+
+
+def split(whole, k, first, second):
+    tensors = read_tensors(whole)
+    dtype, _, raw = tensors["lengths"]
+    lengths = ints(raw, dtype)
+    assert all(n > k for n in lengths), f"every length must exceed {k}: {lengths}"
+    name = "tokens" if "tokens" in tensors else "features"
+    dtype, shape, raw = tensors[name]
+    n, steps = shape[0], shape[1]
+    step_bytes = len(raw) // (n * steps)
+    row_bytes = steps * step_bytes
+    pieces = ([], [])
+    for i, length in enumerate(lengths):
+        row = raw[i * row_bytes : (i + 1) * row_bytes]
+        for piece, (begin, end) in zip(pieces, ((0, k), (k, length))):
+            body = row[begin * step_bytes : end * step_bytes]
+            piece.append(body + bytes(row_bytes - len(body)))
+    for path, piece, piece_lengths in (
+        (first, pieces[0], [k] * n),
+        (second, pieces[1], [length - k for length in lengths]),
+    ):
+        write_tensors(path, {
+            name: (dtype, shape, b"".join(piece)),
+            "lengths": ("I32", [n], struct.pack(f"<{n}i", *piece_lengths)),
+        })
+
+
+def floats(path):
+    _, shape, raw = read_tensors(path)["predictions"]
+    return shape, struct.unpack(f"<{len(raw) // 4}f", raw)
+
+
+def check(whole, k, lengths_file, first, second, carry_1, carry_2, atol=None):
+    dtype, _, raw = read_tensors(lengths_file)["lengths"]
+    lengths = ints(raw, dtype)
+    shape, all_steps = floats(whole)
+    n, steps = shape[0], shape[1]
+    width = len(all_steps) // (n * steps)
+    failures = []
+    for path, offset, piece_lengths in (
+        (first, 0, [k] * n),
+        (second, k, [length - k for length in lengths]),
+    ):
+        piece_shape, piece = floats(path)
+        assert piece_shape == shape, f"{path}: {piece_shape}, expected {shape}"
+        for i in range(n):
+            for t in range(steps):
+                got = piece[(i * steps + t) * width : (i * steps + t + 1) * width]
+                if t >= piece_lengths[i]:
+                    if not all(math.isnan(v) for v in got):
+                        failures.append(f"{path}: example {i} step {t} past its end is {got}")
+                    continue
+                at = (i * steps + offset + t) * width
+                want = all_steps[at : at + width]
+                if (tuple(got) != tuple(want) if atol is None else
+                        any(abs(a - b) > atol for a, b in zip(got, want))):
+                    failures.append(f"{path}: example {i} step {t} is {got}, "
+                                    f"the whole stream's step {offset + t} {want}")
+    for path, want in ((carry_1, [k] * n), (carry_2, lengths)):
+        dtype, _, raw = read_tensors(path)["steps"]
+        if ints(raw, dtype) != want:
+            failures.append(f"{path}: steps {ints(raw, dtype)}, expected {want}")
+    for line in failures[:10]:
+        print(line)
+    if failures:
+        sys.exit(f"{len(failures)} mismatches")
+    print(f"the two pieces of {n} streams predict what the whole streams do")
+
+
+args = sys.argv[1:]
+atol = pop_option(args, "--atol")
+atol = None if atol is None else float(atol)
+if args[0] == "list":
+    for name, (dtype, shape, _) in read_tensors(args[1]).items():
+        print(name, dtype, "[" + ", ".join(map(str, shape)) + "]")
+elif args[0] == "split":
+    split(args[1], int(args[2]), args[3], args[4])
+else:
+    check(args[1], int(args[2]), *args[3:8], atol=atol)
