@@ -1009,8 +1009,9 @@ void expectDeviceMatchesCpu(lruc::cuda::Device &device, const ModelCase &c,
   constexpr int64_t kBatch = 3;
   auto train = module->lookupSymbol<mlir::func::FuncOp>("forward_train");
   std::vector<Tensor> args = lruc::testing::makeBatch(train, kBatch, 1);
-  if (padding)
+  if (padding) {
     ASSERT_GT(fillPadding(train, args, *padding, -1), 0) << c.name;
+  }
   const int64_t key[2] = {args.back().ints[0], args.back().ints[1]};
   Buffers inputs = inputBuffers(train, args);
   lruc::cuda::Device &gpu = device;

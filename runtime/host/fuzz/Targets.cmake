@@ -6,5 +6,6 @@ set(LRUC_HOST_FUZZ_TARGETS
   checkpoint:FuzzCheckpoint.cpp
   tensors:FuzzTensorData.cpp
   model-inputs:FuzzModelInputs.cpp
+  stream-carries:FuzzStreamCarries.cpp
   )
 set(LRUC_HOST_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})

@@ -40,7 +40,8 @@ StreamCarries StreamCarries::parse(const SafetensorsFile &file,
           ? file.name()
           : fmt::format("{} (from model {}, not {})", file.name(),
                         found->second, manifest.model);
-  for (const auto &[name, stored] : file.tensors()) {
+  for (const auto &tensor : file.tensors()) {
+    const std::string &name = tensor.first;
     const bool known =
         name == kSteps ||
         std::any_of(step.carries.begin(), step.carries.end(),
