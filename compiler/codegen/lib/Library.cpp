@@ -47,9 +47,23 @@ HostCompiler defaultHostCompiler(CpuTarget target) {
   // -fno-math-errno: nothing reads errno, and a sqrt that may set it keeps
   // its loop scalar (AdamW's update ran at ~10% of memcpy bandwidth); the
   // square roots are the same correctly rounded values.
+  //
+  // -mprefer-vector-width=512 (x86, native): where the CPU has AVX-512, its
+  // full width for the loops; GCC's tunings otherwise stop at 256 bits
+  // (-march=native on a 2-core Intel Xeon with AVX-512 tunes as rocketlake).
+  // The loops that compute (GELU and its derivative, sigmoids beside
+  // dropout) run faster; train steps there 4-7% faster (sCIFAR at batch 4
+  // 764-797 -> 708-742 ms, Fashion-MNIST's example at 64 261-284 -> 248-253,
+  // Text at 2 420-443 -> 407-414; three alternating runs each), and bit for
+  // bit the same (each element's arithmetic does not depend on the width).
+  // No effect on a CPU without AVX-512.
   const bool portable = target == CpuTarget::Portable;
-  compiler.flags = std::string("-std=c++17 -O3 ") +
-                   (portable ? "-march=x86-64-v3" : "-march=native") +
+  const char *march = portable ? "-march=x86-64-v3" : "-march=native";
+#if defined(__x86_64__)
+  if (!portable)
+    march = "-march=native -mprefer-vector-width=512";
+#endif
+  compiler.flags = std::string("-std=c++17 -O3 ") + march +
                    " -fcx-limited-range -fno-trapping-math -fno-math-errno "
                    "-fPIC -shared -fvisibility=hidden";
   // Lower levels for the code that only orders the loops' work
