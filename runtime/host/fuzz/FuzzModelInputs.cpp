@@ -3,7 +3,8 @@
 // Any bytes, read as lru-predict's inputs for three small models (tokens
 // with per-step labels, features with targets, token pairs): the reader
 // either throws HostError or returns a column of every input holding
-// exactly `rows` rows of the input's shape, every length in 1..L. Any
+// exactly `rows` rows of the input's shape, every length in 1..L (0..L
+// where empty sequences are allowed, as lru-predict --stream reads). Any
 // other exception aborts (the fuzzer's crash), and so does a sanitizer
 // report.
 //
@@ -48,7 +49,9 @@ void fail(const char *what) {
   std::abort();
 }
 
-void check(const lruc::host::ModelInputs &in, const Manifest &m) {
+void check(const lruc::host::ModelInputs &in, const Manifest &m,
+           lruc::host::EmptySequences empty) {
+  const int32_t least = empty == lruc::host::EmptySequences::Allowed ? 0 : 1;
   if (in.rows < 1 || in.columns.size() != m.inputs.size())
     fail("no rows, or a column missing");
   for (size_t i = 0; i < m.inputs.size(); ++i) {
@@ -66,8 +69,8 @@ void check(const lruc::host::ModelInputs &in, const Manifest &m) {
     const auto *lengths =
         reinterpret_cast<const int32_t *>(column.bytes.data());
     for (int64_t k = 0; k < in.rows; ++k)
-      if (lengths[k] < 1 || lengths[k] > steps)
-        fail("a length outside 1..L");
+      if (lengths[k] < least || lengths[k] > steps)
+        fail("a length outside 1..L (0..L where empty sequences are allowed)");
   }
   if (!in.lengths)
     fail("no lengths");
@@ -77,13 +80,15 @@ void check(const lruc::host::ModelInputs &in, const Manifest &m) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string bytes(reinterpret_cast<const char *>(data), size);
-  for (const Manifest &m : fuzzManifests()) {
-    try {
-      const lruc::host::SafetensorsFile file =
-          lruc::host::SafetensorsFile::parse(bytes, "fuzz.safetensors");
-      check(lruc::host::readModelInputs(file, m), m);
-    } catch (const lruc::host::HostError &) {
+  for (const Manifest &m : fuzzManifests())
+    for (auto empty : {lruc::host::EmptySequences::Rejected,
+                       lruc::host::EmptySequences::Allowed}) {
+      try {
+        const lruc::host::SafetensorsFile file =
+            lruc::host::SafetensorsFile::parse(bytes, "fuzz.safetensors");
+        check(lruc::host::readModelInputs(file, m, empty), m, empty);
+      } catch (const lruc::host::HostError &) {
+      }
     }
-  }
   return 0;
 }

@@ -110,7 +110,8 @@ void inferLengths(const InputColumn &sequence, int64_t rows,
 
 } // namespace
 
-ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
+ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m,
+                            EmptySequences empty) {
   const std::string expected = expectedInputs(m);
   ModelInputs ex;
   ex.columns.resize(m.inputs.size());
@@ -162,10 +163,14 @@ ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m) {
     const TensorInfo *sequence = m.findInput(sequenceOf(m.inputs[i], m));
     const int64_t steps = sequence ? sequence->shape.at(1) : 0;
     for (int64_t k = 0; k < rows; ++k) {
-      if (lengths[k] < 1)
+      if (empty == EmptySequences::Rejected && lengths[k] < 1)
         throw HostError(fmt::format(
             "{}: \"{}\"[{}] = {}: every sequence needs at least one step",
             file.name(), m.inputs[i].name, k, lengths[k]));
+      if (lengths[k] < 0)
+        throw HostError(fmt::format("{}: \"{}\"[{}] = {} is negative",
+                                    file.name(), m.inputs[i].name, k,
+                                    lengths[k]));
       if (steps > 0 && lengths[k] > steps)
         throw HostError(fmt::format("{}: \"{}\"[{}] = {}: \"{}\" has {} "
                                     "steps a sequence",

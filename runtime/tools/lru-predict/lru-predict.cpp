@@ -250,7 +250,7 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
         std::vector<const void *> pointers(sources.size());
         std::vector<float> stepOutputs(size_t(count) * row);
         float *outputs[] = {stepOutputs.data()};
-        // Each stream's steps in this file (checked: 1 to L each).
+        // Each stream's steps in this file (checked: 0 to L each).
         auto stepsOf = [&](int64_t b) {
           return ex.lengths ? int64_t(ex.lengths[begin + size_t(b)]) : L;
         };
@@ -258,6 +258,13 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
         for (int64_t b = 0; b < count; ++b)
           steps = std::max(steps, stepsOf(b));
         runner.stepStart(count, worker, carryIn, int64_t(begin));
+        // The streams with no step here stand where they began.
+        for (int64_t b = 0; carryOut && b < count; ++b)
+          if (stepsOf(b) == 0) {
+            const int64_t stream = int64_t(begin) + b;
+            carryOut->fromBlock(runner.carryNow(count, worker), count, b,
+                                stream, carryIn ? carryIn->steps(stream) : 0);
+          }
         for (int64_t t = 0; t < steps; ++t) {
           for (size_t i = 0; i < sources.size(); ++i) {
             const size_t width = sources[i]->rowBytes / size_t(L);
@@ -346,8 +353,11 @@ int predictMain(int argc, char **argv) {
                                 m.stepUnavailable));
   Checkpoint checkpoint =
       loadCheckpoint(positional[1], m, OptimizerState::Optional);
-  const ModelInputs examples =
-      readModelInputs(SafetensorsFile::read(positional[2]), m);
+  // A stream may have nothing new in a piece (length 0): it stands where
+  // it stood.
+  const ModelInputs examples = readModelInputs(
+      SafetensorsFile::read(positional[2]), m,
+      stream ? EmptySequences::Allowed : EmptySequences::Rejected);
   std::optional<StreamCarries> carryIn, carryOut;
   if (carryInPath)
     carryIn = StreamCarries::parse(SafetensorsFile::read(*carryInPath), m,

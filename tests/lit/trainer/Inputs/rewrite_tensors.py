@@ -7,8 +7,8 @@ inputs of other kinds than lru-eval --dump-batch writes:
 --keep keeps only the tensors named (default all); --i64 widens I32 tensors
 to I64 (NumPy's default integers); --zero sets every value of a tensor to 0;
 --fill sets every value of an integer tensor to V (labels not scored,
-lengths out of range); --put sets flat element K of an F32 tensor to V
-(nan, inf: values that are not numbers).
+lengths out of range); --put sets flat element K of a tensor to V (nan,
+inf: values that are not numbers; an integer for I32 and I64).
 Pure Python (safetensors_file.py), like same_tensors.py.
 """
 import struct
@@ -51,9 +51,9 @@ for spec in put:
     name, place = spec.split("=")
     index, value = place.split(":")
     dtype, shape, raw = tensors[name]
-    assert dtype == "F32", f"{name} is {dtype}"
-    values = list(struct.unpack(f"<{len(raw) // 4}f", raw))
-    values[int(index)] = float(value)
-    tensors[name] = (dtype, shape, struct.pack(f"<{len(values)}f", *values))
+    code = {"F32": "f", "I32": "i", "I64": "q"}[dtype]
+    values = list(struct.unpack(f"<{len(raw) // struct.calcsize(code)}{code}", raw))
+    values[int(index)] = float(value) if dtype == "F32" else int(value)
+    tensors[name] = (dtype, shape, struct.pack(f"<{len(values)}{code}", *values))
 
 write_tensors(args[1], tensors)

@@ -5,6 +5,7 @@ pieces one after the other (lru-predict --stream --carry-out, then
     python stream_pieces.py split WHOLE K FIRST SECOND
     python stream_pieces.py check WHOLE K LENGTHS_FILE FIRST SECOND CARRY_1 CARRY_2 [--atol X]
     python stream_pieces.py list FILE
+    python stream_pieces.py idle PIECE CARRY_IN CARRY_OUT
 
 split: WHOLE holds `tokens` or `features` [n, L, ...] and `lengths` [n]
 (each above K); FIRST gets steps [0, K) of each sequence (lengths K),
@@ -16,6 +17,10 @@ FIRST's step t must be WHOLE's step t, SECOND's step t WHOLE's step K + t,
 bit for bit (or within --atol), and NaN past each piece's length; CARRY_1
 and CARRY_2 (the carry files after each piece) must say K and length steps
 taken.
+
+idle: the streams of PIECE with length 0 stand in CARRY_OUT where they
+stood in CARRY_IN (every carry's row and the steps alike); the others have
+taken their length in steps more.
 
 list: each tensor of FILE as "NAME DTYPE [SHAPE]", in the file's order.
 Pure Python (safetensors_file.py).
@@ -103,7 +108,31 @@ def check(whole, k, lengths_file, first, second, carry_1, carry_2, atol=None):
 args = sys.argv[1:]
 atol = pop_option(args, "--atol")
 atol = None if atol is None else float(atol)
-if args[0] == "list":
+def idle(piece, carry_in, carry_out):
+    dtype, _, raw = read_tensors(piece)["lengths"]
+    lengths = ints(raw, dtype)
+    before, after = read_tensors(carry_in), read_tensors(carry_out)
+    steps_in = ints(before["steps"][2], before["steps"][0])
+    steps_out = ints(after["steps"][2], after["steps"][0])
+    n = len(lengths)
+    failures = []
+    for i, length in enumerate(lengths):
+        if steps_out[i] != steps_in[i] + length:
+            failures.append(f"stream {i}: {steps_out[i]} steps, expected "
+                            f"{steps_in[i]} + {length}")
+        for name, (_, _, raw) in before.items():
+            row = len(raw) // n
+            same = raw[i * row : (i + 1) * row] == after[name][2][i * row : (i + 1) * row]
+            if length == 0 and name != "steps" and not same:
+                failures.append(f"stream {i} had no step and its {name} changed")
+    if failures:
+        sys.exit("\n".join(failures))
+    print(f"{lengths.count(0)} of {n} streams idle, where they stood")
+
+
+if args[0] == "idle":
+    idle(*args[1:4])
+elif args[0] == "list":
     for name, (dtype, shape, _) in read_tensors(args[1]).items():
         print(name, dtype, "[" + ", ".join(map(str, shape)) + "]")
 elif args[0] == "split":

@@ -15,7 +15,8 @@
 //     task feeds them.
 //
 // Everything else out of place (a missing input, another shape or dtype,
-// different numbers of examples, a length outside 1..L, a feature at a real
+// different numbers of examples, a length outside 1..L (0..L where empty
+// sequences are allowed), a feature at a real
 // step that is not finite, an infinite target: NaN marks a target not
 // scored) is a HostError naming the file and the input. Values the library
 // checks itself (tokens below the vocabulary, labels below the classes) are
@@ -51,8 +52,13 @@ struct ModelInputs {
   const float *targets = nullptr;      ///< `targets`, if given
 };
 
+/// Whether a given length may be 0: a sequence with no step (step mode's
+/// streams with nothing new in a piece) or not (forward needs a step).
+enum class EmptySequences { Rejected, Allowed };
+
 /// Reads `file`'s tensors for `m`'s inputs (see above).
-ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m);
+ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m,
+                            EmptySequences empty = EmptySequences::Rejected);
 
 } // namespace lruc::host
 
