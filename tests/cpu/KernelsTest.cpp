@@ -1159,6 +1159,36 @@ struct ThreadCountGuard {
   ~ThreadCountGuard() { lruc::cpu::setThreadCount(saved); }
 };
 
+// A concat of more than one thread's range of elements (2^16 each at
+// least): the ranges start inside parts and inside the outer dims, on
+// pools of one to eight threads, and give every element in its place.
+TEST(CpuThreads, ConcatSplitsItsCopies) {
+  ThreadCountGuard guard;
+  const std::vector<int64_t> sizes = {300, 1, 0, 500}; // along dim 1
+  constexpr int64_t kOuter = 3, kInner = 70;
+  std::vector<std::vector<float>> parts;
+  std::vector<const float *> pointers;
+  std::vector<lruc::cpu::Shape> shapes;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    parts.push_back(values<float>(kOuter * sizes[p] * kInner, 0.1 * double(p)));
+    shapes.push_back(lruc::cpu::Shape{3, {kOuter, sizes[p], kInner}});
+  }
+  for (const std::vector<float> &part : parts)
+    pointers.push_back(part.data());
+  const int64_t total = 801;
+  for (int threads : {1, 2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    std::vector<float> y(size_t(kOuter * total * kInner), -7.0f);
+    lruc::cpu::concat<float>(pointers.data(), shapes.data(), int(sizes.size()),
+                             1, y.data());
+    for (int64_t o = 0, at = 0; o < kOuter; ++o)
+      for (size_t p = 0; p < sizes.size(); ++p)
+        for (int64_t e = 0; e < sizes[p] * kInner; ++e, ++at)
+          ASSERT_EQ(y[size_t(at)], parts[p][size_t(o * sizes[p] * kInner + e)])
+              << threads << " threads, outer " << o << ", part " << p;
+  }
+}
+
 // Weight gradients (y [n, k] = x^T w over many rows, matmulTN) with the
 // rows enough for two or more parts are summed in parts of the rows, one
 // a thread, then added: every element is its plain sum on pools of one to

@@ -253,14 +253,24 @@ void concat(const T *const *parts, const Shape *partShapes, int count, int dim,
     inner *= first.dims[d];
   for (int p = 0; p < count; ++p)
     total += partShapes[p].dims[dim];
-  for (int64_t o = 0; o < outer; ++o) {
-    T *dst = y + o * total * inner;
-    for (int p = 0; p < count; ++p) {
-      int64_t chunk = partShapes[p].dims[dim] * inner;
-      const T *src = parts[p] + o * chunk;
-      dst = std::copy(src, src + chunk, dst);
+  // Ranges of y across the threads (the LRU's [B_re; B_im] and [C_re,
+  // -C_im] weights are copied once a train step, megabytes each): each
+  // range copies the runs of the parts it covers.
+  constexpr int64_t kGrain = int64_t(1) << 16;
+  const int64_t row = total * inner;
+  parallelFor(outer * row, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end;) {
+      const int64_t o = i / row;
+      int64_t within = i % row;
+      int p = 0;
+      while (within >= partShapes[p].dims[dim] * inner)
+        within -= partShapes[p++].dims[dim] * inner;
+      const int64_t chunk = partShapes[p].dims[dim] * inner;
+      const int64_t n = std::min(end - i, chunk - within);
+      std::copy_n(parts[p] + o * chunk + within, n, y + i);
+      i += n;
     }
-  }
+  });
 }
 
 template <class T>
