@@ -46,15 +46,15 @@ if config.reference_python and os.path.exists(config.reference_python):
         capture_output=True, text=True)
     for module in probe.stdout.split():
         config.available_features.add(module)
-    # tests/lit/docs: the tutorial's programs (NumPy and safetensors).
-    probe = subprocess.run(
-        [config.reference_python, "-c", "import numpy, safetensors.numpy"],
-        capture_output=True)
-    if probe.returncode == 0:
-        config.available_features.add("safetensors-numpy")
     # The frameworks agree.py checks a library against in one run.
     config.substitutions.append(
         ("%agree_frameworks", ",".join(probe.stdout.split())))
+    # tests/lit/docs: the tutorial's programs (NumPy and safetensors).
+    tutorial = subprocess.run(
+        [config.reference_python, "-c", "import numpy, safetensors.numpy"],
+        capture_output=True)
+    if tutorial.returncode == 0:
+        config.available_features.add("safetensors-numpy")
 
 # tests/lit/cuda: the generated kernels through NVRTC (opened at run time,
 # as lruc opens it) to PTX, and ptxas, where the CUDA toolkit has both.
