@@ -18,8 +18,8 @@ Manifest twoCarries() {
   m.model = "two";
   StepInfo step;
   step.carryFloats = 10;
-  step.carries = {{"blocks.0.lru.state", true, {3}, 0, 6},
-                  {"pool.sum", false, {2}, 8, 2}};
+  step.carries = {{"blocks.0.lru.state", true, {3}, 0},
+                  {"pool.sum", false, {2}, 8}};
   m.step = step;
   return m;
 }

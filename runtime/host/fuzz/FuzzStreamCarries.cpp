@@ -25,8 +25,8 @@ const Manifest &fuzzManifest() {
     m.model = "fuzz";
     lruc::host::StepInfo step;
     step.carryFloats = 12;
-    step.carries = {{"blocks.0.lru.state", true, {2, 2}, 0, 8},
-                    {"pool.sum", false, {3}, 9, 3}};
+    step.carries = {{"blocks.0.lru.state", true, {2, 2}, 0},
+                    {"pool.sum", false, {3}, 9}};
     m.step = step;
     return m;
   }();

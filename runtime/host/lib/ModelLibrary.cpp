@@ -172,23 +172,20 @@ std::vector<CarryInfo> carriesOf(const json &list, uint64_t carryFloats,
       throw HostError(fmt::format("{}: step carry {} is not [batch, ...]",
                                   source, carry.name));
     carry.shape.assign(shape.begin() + 1, shape.end());
-    carry.floats = carry.complex ? 2 : 1;
-    for (int64_t d : carry.shape) {
+    for (int64_t d : carry.shape)
       if (d < 0)
         throw HostError(fmt::format("{}: step carry {} has a dynamic dim",
                                     source, carry.name));
-      carry.floats *= uint64_t(d);
-    }
     carry.offset = entry.at("offset").get<uint64_t>();
     for (const CarryInfo &other : carries)
-      if (carry.offset < other.offset + other.floats &&
-          other.offset < carry.offset + carry.floats)
+      if (carry.offset < other.offset + other.floats() &&
+          other.offset < carry.offset + carry.floats())
         throw HostError(fmt::format("{}: step carries {} and {} overlap",
                                     source, other.name, carry.name));
-    if (carry.offset + carry.floats > carryFloats)
+    if (carry.offset + carry.floats() > carryFloats)
       throw HostError(fmt::format(
           "{}: step carry {} ends at {} floats, past the block's {}", source,
-          carry.name, carry.offset + carry.floats, carryFloats));
+          carry.name, carry.offset + carry.floats(), carryFloats));
     carries.push_back(std::move(carry));
   }
   return carries;

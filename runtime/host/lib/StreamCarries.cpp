@@ -18,7 +18,7 @@ constexpr const char *kSteps = "steps";
 StreamCarries::StreamCarries(const StepInfo &step, int64_t rows)
     : step_(&step), rows_(rows), steps_(size_t(rows), 0) {
   for (const CarryInfo &carry : step.carries)
-    values_.emplace_back(size_t(rows) * carry.floats, 0.0f);
+    values_.emplace_back(size_t(rows) * carry.floats(), 0.0f);
 }
 
 std::vector<int64_t> StreamCarries::storedShape(const CarryInfo &carry) const {
@@ -87,8 +87,8 @@ void StreamCarries::toBlock(int64_t begin, int64_t count, float *block) const {
   for (size_t c = 0; c < step_->carries.size(); ++c) {
     const CarryInfo &carry = step_->carries[c];
     std::memcpy(block + uint64_t(count) * carry.offset,
-                values_[c].data() + uint64_t(begin) * carry.floats,
-                uint64_t(count) * carry.floats * sizeof(float));
+                values_[c].data() + uint64_t(begin) * carry.floats(),
+                uint64_t(count) * carry.floats() * sizeof(float));
   }
 }
 
@@ -96,10 +96,10 @@ void StreamCarries::fromBlock(const float *block, int64_t count, int64_t b,
                               int64_t row, int64_t steps) {
   for (size_t c = 0; c < step_->carries.size(); ++c) {
     const CarryInfo &carry = step_->carries[c];
-    std::memcpy(values_[c].data() + uint64_t(row) * carry.floats,
+    std::memcpy(values_[c].data() + uint64_t(row) * carry.floats(),
                 block + uint64_t(count) * carry.offset +
-                    uint64_t(b) * carry.floats,
-                carry.floats * sizeof(float));
+                    uint64_t(b) * carry.floats(),
+                carry.floats() * sizeof(float));
   }
   steps_[size_t(row)] = steps;
 }

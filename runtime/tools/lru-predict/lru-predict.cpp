@@ -257,14 +257,23 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
         int64_t steps = 0;
         for (int64_t b = 0; b < count; ++b)
           steps = std::max(steps, stepsOf(b));
-        runner.stepStart(count, worker, carryIn, int64_t(begin));
-        // The streams with no step here stand where they began.
-        for (int64_t b = 0; carryOut && b < count; ++b)
-          if (stepsOf(b) == 0) {
+        // After `taken` steps, the streams whose last step that was stand
+        // where they will continue from (the others step on, over
+        // padding); the carry is read once however many end there.
+        auto keepEnded = [&](int64_t taken) {
+          const float *carry = nullptr;
+          for (int64_t b = 0; carryOut && b < count; ++b) {
+            if (stepsOf(b) != taken)
+              continue;
+            if (!carry)
+              carry = runner.carryNow(count, worker);
             const int64_t stream = int64_t(begin) + b;
-            carryOut->fromBlock(runner.carryNow(count, worker), count, b,
-                                stream, carryIn ? carryIn->steps(stream) : 0);
+            carryOut->fromBlock(carry, count, b, stream,
+                                (carryIn ? carryIn->steps(stream) : 0) + taken);
           }
+        };
+        runner.stepStart(count, worker, carryIn, int64_t(begin));
+        keepEnded(0); // streams with nothing new here
         for (int64_t t = 0; t < steps; ++t) {
           for (size_t i = 0; i < sources.size(); ++i) {
             const size_t width = sources[i]->rowBytes / size_t(L);
@@ -284,18 +293,7 @@ Predictions predictStreamed(Runner &runner, const ModelInputs &ex,
                           out.values.data() +
                               ((begin + size_t(b)) * size_t(L) + size_t(t)) *
                                   row);
-          // The streams whose last step this was stand where they will
-          // continue from (the others step on, over padding).
-          const float *carry = nullptr;
-          for (int64_t b = 0; carryOut && b < count; ++b) {
-            if (stepsOf(b) != t + 1)
-              continue;
-            if (!carry)
-              carry = runner.carryNow(count, worker);
-            const int64_t stream = int64_t(begin) + b;
-            carryOut->fromBlock(carry, count, b, stream,
-                                (carryIn ? carryIn->steps(stream) : 0) + t + 1);
-          }
+          keepEnded(t + 1);
         }
         progress.batchDone(count);
       });

@@ -79,7 +79,14 @@ struct CarryInfo {
   bool complex = false; ///< complex64: each value a pair of floats (re, im)
   std::vector<int64_t> shape; ///< an example's, without the batch
   uint64_t offset = 0;        ///< in floats, per example of the block
-  uint64_t floats = 0;        ///< an example's, complex pairs counted as two
+
+  /// An example's floats, complex pairs counted as two.
+  uint64_t floats() const {
+    uint64_t n = complex ? 2 : 1;
+    for (int64_t d : shape)
+      n *= uint64_t(d);
+    return n;
+  }
 };
 
 /// Step mode (lruc_model.h): one step of each sequence input in, the
