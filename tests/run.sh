@@ -9,9 +9,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
 # ccache, where installed (.ci/install does), keeps the objects of earlier
 # builds: a second run of the suite recompiles only what changed.
+# The tests' model libraries go through it too (LRUC_CXX_LAUNCHER): the
+# same model's units compile to the same objects from one run to the next.
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export LRUC_CXX_LAUNCHER="${LRUC_CXX_LAUNCHER-ccache}"
 fi
 
 run_suite() { # build-dir, extra cmake args...

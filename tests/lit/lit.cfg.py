@@ -17,7 +17,10 @@ config.substitutions.append(("%lruc_src", config.lruc_src_root))
 config.substitutions.append(("%lruc_bin", config.lruc_tools_dir))
 config.substitutions.append(
     ("%lruc_lib", os.path.join(config.lruc_obj_root, "lib")))
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+# LRUC_CXX_LAUNCHER and ccache's settings: tests/run.sh compiles the
+# tests' model libraries through ccache.
+llvm_config.with_system_environment(
+    ["HOME", "TMPDIR", "LRUC_CXX_LAUNCHER", "CCACHE_DIR", "CCACHE_MAXSIZE"])
 llvm_config.use_default_substitutions()
 
 # Project tools first, then FileCheck/not/count from LLVM.

@@ -5,8 +5,11 @@
 // `LRUC_CXX` overrides the compiler. The units go to a temporary
 // directory and compile there side by side (a model's C++ is tens of
 // thousands of lines: one file took ~15 s at -O3, most of it in the
-// optimiser); the library is linked next to its destination and renamed
-// into place, so an interrupted compile never leaves half a file.
+// optimiser), each compiler run in that directory on the unit's name, so
+// that the same unit is the same command line in every build and a
+// compiler cache (`LRUC_CXX_LAUNCHER=ccache`) finds it; the library is
+// linked next to its destination and renamed into place, so an
+// interrupted compile never leaves half a file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +27,18 @@
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <numeric>
 #include <optional>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <thread>
+
+extern char **environ;
 
 namespace lruc {
 
@@ -37,6 +47,8 @@ HostCompiler defaultHostCompiler(CpuTarget target) {
   compiler.command = LRUC_HOST_CXX;
   if (const char *env = std::getenv("LRUC_CXX"); env && *env)
     compiler.command = env;
+  if (const char *env = std::getenv("LRUC_CXX_LAUNCHER"); env && *env)
+    compiler.launcher = env;
   // -march=native: the library is built on the machine that runs it (or,
   // portable, for any x86-64-v3 CPU, with the kernels built for the same).
   // -fcx-limited-range: complex products and quotients as the plain
@@ -148,6 +160,57 @@ std::vector<LibrarySource::Unit> mergeSmallUnits(const LibrarySource &source) {
   return merged;
 }
 
+/// A compiler process: what it compiles, where it logs, its process.
+struct Job {
+  std::string name, source, log;
+  size_t codeBytes = 0;
+  std::vector<std::string> args; ///< args[0] is the program run
+  std::string workingDir;        ///< where it runs; empty: here
+  pid_t pid = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
+/// Starts `job`, its output and errors to its log; false with the reason.
+bool startJob(Job &job, std::string &why) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, job.log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (!job.workingDir.empty())
+    posix_spawn_file_actions_addchdir_np(&actions, job.workingDir.c_str());
+  std::vector<char *> argv;
+  for (std::string &arg : job.args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  job.started = std::chrono::steady_clock::now();
+  const int failed =
+      posix_spawn(&job.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (failed)
+    why = "cannot run " + job.args[0] + ": " + std::strerror(failed);
+  return !failed;
+}
+
+/// Whether `job` has ended (waiting for it if `wait`); its result in `ok`
+/// and, for a failure that left no log, `why`.
+bool jobEnded(Job &job, bool wait, bool &ok, std::string &why) {
+  int status = 0;
+  pid_t done;
+  do
+    done = waitpid(job.pid, &status, wait ? 0 : WNOHANG);
+  while (done < 0 && errno == EINTR);
+  if (done == 0)
+    return false;
+  ok = done == job.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (done < 0)
+    why = std::string("cannot wait for the compiler: ") + std::strerror(errno);
+  else if (WIFSIGNALED(status))
+    why = job.args[0] + " was killed by signal " +
+          std::to_string(WTERMSIG(status));
+  return true;
+}
+
 /// How many compiler processes run at once: `LRUC_JOBS`, else the CPUs
 /// this process may run on.
 bool compileJobs(unsigned &jobs, std::string &error) {
@@ -181,6 +244,17 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
             "' (set LRUC_CXX to override)";
     return false;
   }
+  std::vector<std::string> launch;
+  if (!compiler.launcher.empty()) {
+    auto launcher = llvm::sys::findProgramByName(compiler.launcher);
+    if (!launcher) {
+      error = "cannot find the compiler launcher '" + compiler.launcher +
+              "' (LRUC_CXX_LAUNCHER)";
+      return false;
+    }
+    launch.push_back(*launcher);
+  }
+  launch.push_back(*program);
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("lruc-build", dir)) {
@@ -193,14 +267,6 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     return path.str().str();
   };
 
-  /// A compiler process: what it compiles, where it logs, its process.
-  struct Job {
-    std::string name, source, log;
-    size_t codeBytes = 0;
-    std::vector<std::string> args;
-    llvm::sys::ProcessInfo process;
-    Clock::time_point started;
-  };
   // A finished job's wall time, for `build`.
   auto record = [&](const Job &job) {
     if (build)
@@ -225,12 +291,14 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     }
     out << source.prelude << unit.text;
     objects.push_back(inDir(unit.name + ".o"));
-    job.args = {*program};
+    job.args = launch;
     for (const std::string &flag : words(compiler.flagsFor(unit.speed)))
       job.args.push_back(flag);
     for (const std::string &dirName : words(LRUC_RUNTIME_INCLUDE_DIRS))
       job.args.push_back("-I" + dirName);
-    job.args.insert(job.args.end(), {"-c", "-o", objects.back(), job.source});
+    job.args.insert(job.args.end(),
+                    {"-c", "-o", unit.name + ".o", unit.name + ".cpp"});
+    job.workingDir = dir.str().str();
     compiles.push_back(std::move(job));
   }
 
@@ -277,33 +345,6 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   for (const std::string &lib : words(compiler.libraries))
     link.args.push_back(lib);
 
-  auto start = [&](Job &job, std::string &why) {
-    std::vector<llvm::StringRef> argRefs(job.args.begin(), job.args.end());
-    std::optional<llvm::StringRef> redirects[] = {std::nullopt, job.log,
-                                                  job.log};
-    bool notStarted = false;
-    job.started = Clock::now();
-    job.process = llvm::sys::ExecuteNoWait(*program, argRefs, std::nullopt,
-                                           redirects, 0, &why, &notStarted);
-    return !notStarted;
-  };
-  auto finish = [&](Job &job, std::string &why) {
-    llvm::sys::ProcessInfo done =
-        llvm::sys::Wait(job.process, std::nullopt, &why);
-    return done.ReturnCode == 0;
-  };
-
-  // Whether `job` has ended, without waiting; its result in `ok` and
-  // `why`.
-  auto ended = [](Job &job, bool &ok, std::string &why) {
-    llvm::sys::ProcessInfo done =
-        llvm::sys::Wait(job.process, /*SecondsToWait=*/0, &why);
-    if (done.Pid == 0)
-      return false;
-    ok = done.ReturnCode == 0;
-    return true;
-  };
-
   // The largest units first (a unit takes time in proportion to its
   // code), a new one whenever a running one finishes (polled: compiles
   // take seconds); after a failure, the running ones finish and no more
@@ -321,7 +362,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     if (!failure && next < order.size() && running.size() < jobs) {
       Job &job = compiles[order[next++]];
       std::string startError;
-      if (start(job, startError))
+      if (startJob(job, startError))
         running.push_back(&job);
       else {
         failure = &job;
@@ -331,8 +372,9 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     }
     bool ok = true;
     std::string waitError;
-    auto done = llvm::find_if(
-        running, [&](Job *job) { return ended(*job, ok, waitError); });
+    auto done = llvm::find_if(running, [&](Job *job) {
+      return jobEnded(*job, /*wait=*/false, ok, waitError);
+    });
     if (done == running.end()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       continue;
@@ -346,7 +388,10 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   }
   if (!failure) {
     std::string linkError;
-    if (!start(link, linkError) || !finish(link, linkError)) {
+    bool linked = startJob(link, linkError);
+    if (linked)
+      jobEnded(link, /*wait=*/true, linked, linkError);
+    if (!linked) {
       failure = &link;
       why = linkError;
     }
@@ -362,6 +407,19 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       std::string log;
       if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
         log = (*buffer)->getBuffer().str();
+      // The compiler named the unit as it was given it, relative to the
+      // build directory: the kept source's full path instead.
+      const std::string given = failure->name + ".cpp";
+      std::string named;
+      size_t from = 0;
+      for (size_t at; (at = log.find(given, from)) != std::string::npos;
+           from = at + given.size()) {
+        named.append(log, from, at - from);
+        const bool starts =
+            at == 0 || log[at - 1] == '\n' || log[at - 1] == ' ';
+        named += starts ? failure->source : given;
+      }
+      log = named + log.substr(from);
       error = "the host compiler failed on the generated code (a bug in "
               "lruc; please report it with the source): " +
               failure->source + "\n" + (why.empty() ? "" : why + "\n") + log;

@@ -159,6 +159,9 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
 /// How `compileLibrary` invokes the host compiler.
 struct HostCompiler {
   std::string command; ///< the C++ compiler (found at build time)
+  /// A program each compile goes through, given the compiler's command
+  /// line (`LRUC_CXX_LAUNCHER`, e.g. ccache), or empty.
+  std::string launcher;
   std::string flags;   ///< optimisation and code-generation flags
   /// `flags` at lower optimisation levels: -O1 (LibrarySource::Unit's
   /// Speed::Latency) and -O0 (Speed::Cold).
@@ -186,7 +189,8 @@ enum class CpuTarget {
 
 /// The host compiler lruc was built with, its flags for `target` and the
 /// runtime archives built for it (`LRUC_CXX` and `LRUC_CXXFLAGS` in the
-/// environment override the first two).
+/// environment override the first two; `LRUC_CXX_LAUNCHER` sets the
+/// launcher).
 HostCompiler defaultHostCompiler(CpuTarget target = CpuTarget::Native);
 
 /// What building a library took (`lruc --stats -o`): each compiler
