@@ -211,6 +211,29 @@ bool jobEnded(Job &job, bool wait, bool &ok, std::string &why) {
   return true;
 }
 
+/// `path` made absolute (against this process's directory).
+std::string absolutePath(llvm::StringRef path) {
+  llvm::SmallString<128> absolute(path);
+  llvm::sys::fs::make_absolute(absolute);
+  return absolute.str().str();
+}
+
+/// A compiler's `log` with the file it was given by name (`given`, relative
+/// to the build directory) named by its full path, wherever a word starts
+/// with it.
+std::string withPath(const std::string &log, const std::string &given,
+                     const std::string &path) {
+  std::string named;
+  size_t from = 0;
+  for (size_t at; (at = log.find(given, from)) != std::string::npos;
+       from = at + given.size()) {
+    named.append(log, from, at - from);
+    const bool starts = at == 0 || log[at - 1] == '\n' || log[at - 1] == ' ';
+    named += starts ? path : given;
+  }
+  return named + log.substr(from);
+}
+
 /// How many compiler processes run at once: `LRUC_JOBS`, else the CPUs
 /// this process may run on.
 bool compileJobs(unsigned &jobs, std::string &error) {
@@ -244,6 +267,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
             "' (set LRUC_CXX to override)";
     return false;
   }
+  // Absolute: the compiles run in another directory.
   std::vector<std::string> launch;
   if (!compiler.launcher.empty()) {
     auto launcher = llvm::sys::findProgramByName(compiler.launcher);
@@ -252,9 +276,9 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
               "' (LRUC_CXX_LAUNCHER)";
       return false;
     }
-    launch.push_back(*launcher);
+    launch.push_back(absolutePath(*launcher));
   }
-  launch.push_back(*program);
+  launch.push_back(absolutePath(*program));
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("lruc-build", dir)) {
@@ -407,19 +431,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       std::string log;
       if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
         log = (*buffer)->getBuffer().str();
-      // The compiler named the unit as it was given it, relative to the
-      // build directory: the kept source's full path instead.
-      const std::string given = failure->name + ".cpp";
-      std::string named;
-      size_t from = 0;
-      for (size_t at; (at = log.find(given, from)) != std::string::npos;
-           from = at + given.size()) {
-        named.append(log, from, at - from);
-        const bool starts =
-            at == 0 || log[at - 1] == '\n' || log[at - 1] == ' ';
-        named += starts ? failure->source : given;
-      }
-      log = named + log.substr(from);
+      log = withPath(log, failure->name + ".cpp", failure->source);
       error = "the host compiler failed on the generated code (a bug in "
               "lruc; please report it with the source): " +
               failure->source + "\n" + (why.empty() ? "" : why + "\n") + log;
