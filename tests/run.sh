@@ -15,6 +15,9 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export LRUC_CXX_LAUNCHER="${LRUC_CXX_LAUNCHER-ccache}"
+  # Paths under the checkout are hashed relative to the build directory,
+  # so a clone at another path (CI's) hits the objects this one cached.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR-$root}"
 fi
 
 run_suite() { # build-dir, extra cmake args...

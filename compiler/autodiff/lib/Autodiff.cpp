@@ -189,6 +189,16 @@ void setResults(func::FuncOp func, ValueRange results) {
                                                results.getTypes()));
 }
 
+/// Tags each of `func`'s results from `first` on as the argument in
+/// `replaced` it is the new value of (`{lru.adam_m = "head.weight"}`):
+/// the ABI writes it where that argument was read (docs/autodiff.md).
+void tagUpdates(func::FuncOp func, unsigned first, ValueRange replaced) {
+  for (auto [i, arg] : llvm::enumerate(replaced))
+    func.setResultAttrs(
+        first + unsigned(i),
+        func.getArgAttrDict(cast<BlockArgument>(arg).getArgNumber()));
+}
+
 ArrayAttr paramNames(OpBuilder &builder, ArrayRef<lru::ParamOp> params) {
   SmallVector<Attribute> names;
   for (lru::ParamOp param : params)
@@ -293,10 +303,12 @@ struct TrainingClone {
     return values;
   }
 
-  /// Returns the forward's outputs then `updated`, binds the parameters
+  /// Returns the forward's outputs then `updated`, each tagged as the
+  /// argument of `replaced` it is the new value of, binds the parameters
   /// and running statistics to `params` and `states` (arguments) and
   /// removes what is dead.
-  void finish(ValueRange params, ValueRange states, ValueRange updated) {
+  void finish(ValueRange params, ValueRange states, ValueRange updated,
+              ValueRange replaced) {
     func::FuncOp func = d.func;
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     SmallVector<Value> results(ret.getOperands().take_front(numOutputs));
@@ -306,6 +318,7 @@ struct TrainingClone {
     for (auto [param, arg] : llvm::zip(state, states))
       param.getResult().replaceAllUsesWith(arg);
     setResults(func, results);
+    tagUpdates(func, numOutputs, replaced);
     func->removeAttr("lru.state_updates");
     OpBuilder builder(func);
     func->setAttr("lru.params", paramNames(builder, d.params));
@@ -449,7 +462,11 @@ FailureOr<func::FuncOp> deriveTrainStep(func::FuncOp forward,
   updated.append(out.ms);
   updated.append(out.vs);
   updated.append(clone->newStates(states));
-  clone->finish(in.params, states, updated);
+  SmallVector<Value> replaced(in.params);
+  replaced.append(in.ms);
+  replaced.append(in.vs);
+  replaced.append(states);
+  clone->finish(in.params, states, updated, replaced);
   return step;
 }
 
@@ -474,7 +491,9 @@ FailureOr<func::FuncOp> deriveAccumulateGradients(func::FuncOp forward,
   for (auto [sum, g] : llvm::zip(sums, clone->d.grads))
     updated.push_back(b.add(sum, b.mul(g, b.broadcast(scale, g, {}))));
   updated.append(clone->newStates(states));
-  clone->finish(params, states, updated);
+  SmallVector<Value> replaced(sums);
+  replaced.append(states);
+  clone->finish(params, states, updated, replaced);
   return func;
 }
 
@@ -510,6 +529,10 @@ FailureOr<func::FuncOp> deriveApplyGradients(func::FuncOp forward,
   results.append(out.ms);
   results.append(out.vs);
   setResults(func, results);
+  SmallVector<Value> replaced(in.params);
+  replaced.append(in.ms);
+  replaced.append(in.vs);
+  tagUpdates(func, 0, replaced);
   func->setAttr("lru.params", paramNames(builder, params));
   func->setAttr("lru.state", builder.getArrayAttr({}));
   return func;

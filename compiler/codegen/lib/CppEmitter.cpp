@@ -173,6 +173,7 @@ public:
     if (failed(planned))
       return failure();
     plan = std::move(*planned);
+    function = func;
     os << "  // " << plan.slotOf.size() << " buffers in " << plan.offsets.size()
        << " slots of one workspace.\n";
     os << "  const lruc::cpu::WorkspaceLease lease(" << plan.total.perExample
@@ -350,6 +351,13 @@ private:
       return name;
     }
     std::string name = "v" + std::to_string(counter++);
+    if (std::optional<unsigned> result = inPlaceResult(v)) {
+      // Over the argument it updates, in the caller's block.
+      os << "  auto *" << name << " = static_cast<" << elementType(v.getType())
+         << " *>(results[" << *result << "]);\n";
+      names[v] = name;
+      return name;
+    }
     ByteSize offset = plan.offsets[plan.slotOf.lookup(v)];
     os << "  auto *" << name << " = reinterpret_cast<"
        << elementType(v.getType()) << " *>(workspace + " << offset.perExample
@@ -517,9 +525,21 @@ private:
          llvm::zip(body.getTerminator()->getOperands(), op.getResults()))
       outer[inner] = result;
     SmallVector<FusedCall> calls;
+    const llvm::DenseMap<Value, unsigned> writtenOver =
+        inputsWrittenOver(op, function);
     for (lru::FusedOp group : op.getGroups()) {
+      // A result written in place (lru.in_place) is read as the argument
+      // it updates, through its output's pointer.
+      llvm::DenseMap<Value, unsigned> overwritten;
+      for (auto [k, result] : llvm::enumerate(group.getResults()))
+        for (Value input : group.getInputs())
+          if (auto it = writtenOver.find(input);
+              it != writtenOver.end() &&
+              op.getResult(it->second) == outer.lookup(result))
+            overwritten[input] = unsigned(k);
       FailureOr<FusedCall> call = writeFusedKernel(
-          group, [&](Value result) { return define(outer.lookup(result)); });
+          group, [&](Value result) { return define(outer.lookup(result)); },
+          &overwritten);
       if (failed(call))
         return failure();
       calls.push_back(std::move(*call));
@@ -554,7 +574,8 @@ private:
   /// buffer of each result. For a scan, also the call's block size (the
   /// channels of a part).
   FailureOr<FusedCall> writeFusedKernel(
-      lru::FusedOp op, llvm::function_ref<std::string(Value)> output) {
+      lru::FusedOp op, llvm::function_ref<std::string(Value)> output,
+      const llvm::DenseMap<Value, unsigned> *overwritten = nullptr) {
     // The loop is a function of its own, called with the group's arrays as
     // restrict-qualified parameters: the memory plan never places a result
     // over a value it reads, and without that promise GCC gives up on loops
@@ -572,6 +593,11 @@ private:
     SmallVector<std::string> params;
     llvm::DenseMap<Value, std::string> restricted;
     for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs())) {
+      if (overwritten && overwritten->count(input)) {
+        element.bindInput(arg,
+                          "out" + std::to_string(overwritten->lookup(input)));
+        continue;
+      }
       std::string &local = restricted[input];
       if (local.empty()) {
         local = "in" + std::to_string(params.size());
@@ -834,17 +860,26 @@ private:
   }
 
   LogicalResult emitReturn(func::ReturnOp op) {
-    if (op.getNumOperands() == 0)
+    // A result written in place (lru.in_place) is there already.
+    SmallVector<std::pair<unsigned, Value>> copied;
+    for (auto [i, v] : llvm::enumerate(op.getOperands()))
+      if (!inPlaceResult(v))
+        copied.push_back({unsigned(i), v});
+    if (copied.empty())
       return success();
-    os << "  {\n    const void *from[] = {";
-    for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      os << (i ? ", " : "") << get(v);
+    os << "  {\n    void *const to[] = {";
+    for (auto [k, copy] : llvm::enumerate(copied))
+      os << (k ? ", " : "") << "results[" << copy.first << "]";
+    os << "};\n    const void *from[] = {";
+    for (auto [k, copy] : llvm::enumerate(copied))
+      os << (k ? ", " : "") << get(copy.second);
     os << "};\n    const int64_t bytes[] = {";
-    for (auto [i, v] : llvm::enumerate(op.getOperands()))
-      os << (i ? ", " : "") << "int64_t(sizeof(" << elementType(v.getType())
-         << ") * (" << count(v) << "))";
-    os << "};\n    lruc::cpu::copyResults(results, from, bytes, "
-       << op.getNumOperands() << ");\n  }\n";
+    for (auto [k, copy] : llvm::enumerate(copied))
+      os << (k ? ", " : "") << "int64_t(sizeof("
+         << elementType(copy.second.getType()) << ") * (" << count(copy.second)
+         << "))";
+    os << "};\n    lruc::cpu::copyResults(to, from, bytes, " << copied.size()
+       << ");\n  }\n";
     return success();
   }
 
@@ -1048,6 +1083,7 @@ private:
   /// Each step constant's byte offset in the lease's values.
   llvm::DenseMap<Value, int64_t> constantOffsets;
   MemoryPlan plan;
+  func::FuncOp function; ///< the one being emitted
   unsigned counter = 0;
   bool profile;
   std::vector<ProfiledOp> profiled;
@@ -1274,14 +1310,16 @@ struct Binding {
 /// lru.adam_v, lru.state, lru.gradient: offsets into the ABI's blocks; the
 /// scalars lr, step and grad_scale; then the model inputs) and its results:
 /// the model's `numOutputs` outputs as forward_train writes them, the loss
-/// first, then the updated blocks, `updated` in order (each block's
-/// arguments in argument order).
+/// first, then the new values of arguments (a result tagged as its
+/// argument, lruc::updatedArgument), each written where its argument was
+/// read, in one of the `updated` blocks (the others are the entry point's
+/// read-only ones).
 FailureOr<Binding> bindTraining(func::FuncOp func, const Layout &layout,
                                 unsigned numOutputs,
                                 ArrayRef<StringRef> updated) {
   Binding binding;
   unsigned input = 0;
-  llvm::StringMap<std::vector<std::string>> blockArgs;
+  llvm::DenseSet<unsigned> updatable; // arguments in the `updated` blocks
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     std::string block, name;
     for (auto [tag, where] : {std::pair{"lru.param", "params"},
@@ -1298,9 +1336,9 @@ FailureOr<Binding> bindTraining(func::FuncOp func, const Layout &layout,
       if (!slot)
         return func.emitError("argument for unknown parameter '")
                << name << "'";
-      std::string ptr = block + " + " + std::to_string(slot->offset);
-      binding.args.push_back(ptr);
-      blockArgs[block].push_back(ptr);
+      binding.args.push_back(block + " + " + std::to_string(slot->offset));
+      if (llvm::is_contained(updated, block))
+        updatable.insert(i);
       continue;
     }
     std::string tag = inputTag(func, i);
@@ -1313,15 +1351,18 @@ FailureOr<Binding> bindTraining(func::FuncOp func, const Layout &layout,
     else
       binding.args.push_back("inputs[" + std::to_string(input++) + "]");
   }
-  for (unsigned i = 0; i < numOutputs; ++i)
-    binding.results.push_back("outputs[" + std::to_string(i) + "]");
-  for (StringRef block : updated) {
-    const std::vector<std::string> &ptrs = blockArgs[block];
-    binding.results.insert(binding.results.end(), ptrs.begin(), ptrs.end());
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    if (i < numOutputs) {
+      binding.results.push_back("outputs[" + std::to_string(i) + "]");
+      continue;
+    }
+    BlockArgument arg = updatedArgument(func, i);
+    if (!arg || !updatable.contains(arg.getArgNumber()))
+      return func.emitError("result ")
+             << i << " is neither an output nor the new value of an argument "
+             << "in a block the entry point updates";
+    binding.results.push_back(binding.args[arg.getArgNumber()]);
   }
-  if (binding.results.size() != func.getNumResults())
-    return func.emitError("expects the model's outputs and one result per "
-                          "updated block");
   return binding;
 }
 
@@ -2007,6 +2048,7 @@ void buildCpuPipeline(OpPassManager &pm, Recompute recompute) {
   pm.addNestedPass<func::FuncOp>(createGroupMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createMarkStepConstantsPass());
   pm.addNestedPass<func::FuncOp>(createFuseStepConstantsPass());
+  pm.addNestedPass<func::FuncOp>(createUpdateInPlacePass());
   pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
 }
 

@@ -55,6 +55,7 @@ public:
 
   LogicalResult emit(func::FuncOp func, CudaFunctionPlan &plan) {
     prefix = func.getSymName().str();
+    function = func;
     storage = GpuStorage(func, options);
     FailureOr<MemoryPlan> memory = storage.plan(func);
     if (failed(memory))
@@ -201,9 +202,19 @@ private:
     constexpr int64_t kPartFloats = 8 * kCudaBlockThreads;
     constexpr int64_t kTypicalBatch = 32, kMostBatchedParts = 256;
     std::string name = prefix + "_results";
+    // A result written in place (lru.in_place) is there already.
+    SmallVector<Value> copied;
+    SmallVector<int64_t> into;
+    for (auto [r, v] : llvm::enumerate(ret.getOperands()))
+      if (!inPlaceResult(v)) {
+        copied.push_back(v);
+        into.push_back(int64_t(r));
+      }
+    if (copied.empty())
+      return;
     std::vector<int64_t> firstPart{0};
     std::string cases;
-    for (auto [n, v] : llvm::enumerate(ret.getOperands())) {
+    for (auto [n, v] : llvm::enumerate(copied)) {
       auto type = cast<RankedTensorType>(v.getType());
       const int64_t floatsPerElement = elementBytes(type) / 4;
       const bool batched = type.getRank() > 0 && type.isDynamicDim(0);
@@ -221,9 +232,10 @@ private:
                "; floats = int64_t(" + countExpr(v) + ") * " +
                std::to_string(floatsPerElement) + "; break;\n";
     }
-    const size_t count = ret.getNumOperands();
+    const size_t count = copied.size();
     CudaLaunch launch{name, std::to_string(firstPart.back()), true, ret, {}, {}};
-    llvm::append_range(launch.operands, ret.getOperands());
+    launch.operands = copied;
+    launch.resultIndices = into;
     launch.copiesResults = true;
     os << "__device__ const int32_t " << name << "_first[] = {";
     for (auto [k, first] : llvm::enumerate(firstPart))
@@ -918,6 +930,17 @@ private:
     llvm::DenseMap<Value, std::string> outputOf;
     for (auto [n, inner] : llvm::enumerate(body.getTerminator()->getOperands()))
       outputOf[inner] = "out" + std::to_string(n);
+    // The array of each input: an argument that a result written in place
+    // (lru.in_place) updates is read through that result's output.
+    llvm::DenseMap<Value, std::string> arrayOf;
+    for (auto [inner, n] : inputsWrittenOver(op, function))
+      arrayOf[inner] = "out" + std::to_string(n);
+    SmallVector<Value> inputs;
+    for (auto [inner, input] : llvm::zip(body.getArguments(), op.getInputs()))
+      if (!arrayOf.count(inner)) {
+        arrayOf[inner] = "in" + std::to_string(inputs.size());
+        inputs.push_back(input);
+      }
     std::vector<std::unique_ptr<FusedBody>> elements;
     // Static shapes (the verifier): each group's range is constant.
     SmallVector<int64_t> ends;
@@ -925,14 +948,12 @@ private:
       elements.push_back(std::make_unique<FusedBody>(group, "lruc::gpu", counter));
       for (auto [arg, input] :
            llvm::zip(group.getBody().front().getArguments(), group.getInputs()))
-        elements.back()->bindInput(
-            arg, "in" + std::to_string(
-                            cast<BlockArgument>(input).getArgNumber()));
+        elements.back()->bindInput(arg, arrayOf.lookup(input));
       ends.push_back((ends.empty() ? 0 : ends.back()) +
                      tensorType(group.getResult(0)).getNumElements());
     }
     std::string total = std::to_string(ends.back());
-    SmallVector<Value> inputs(op.getInputs()), results(op.getResults());
+    SmallVector<Value> results(op.getResults());
     begin(op, "", total, inputs, results);
     for (auto &element : elements)
       element->writeConstants(os);
@@ -1571,6 +1592,7 @@ private:
   /// Which of the function's values its kernels keep in bfloat16.
   GpuStorage storage;
   std::string prefix;
+  func::FuncOp function; ///< the one being emitted
   int opIndex = 0;
   std::vector<CudaLaunch> *current = nullptr;
 };

@@ -98,8 +98,10 @@ struct CudaLaunch {
   /// of two; batchGemmPairs), or null.
   mlir::Operation *batchedOp = nullptr;
   /// The function's results kernel (op: its return): `operands` are the
-  /// returned values; the caller's results follow them as its outputs.
+  /// returned values not written in place, `resultIndices` the results
+  /// they are; the caller's results follow them as its outputs.
   bool copiesResults = false;
+  llvm::SmallVector<int64_t> resultIndices;
   /// The function's shadows kernel (CudaEmitter's emitShadows): `operands`
   /// are the parameters; their shadows follow them as its outputs.
   bool copiesShadows = false;

@@ -243,6 +243,8 @@ private:
     }
     if (auto view = v.getDefiningOp<lru::ViewOp>())
       return address(view.getX());
+    if (std::optional<unsigned> r = inPlaceResult(v))
+      return Address{"Result", int64_t(*r)};
     auto slot = memory.slotOf.find(v);
     if (slot == memory.slotOf.end())
       return v.getDefiningOp()->emitError(
@@ -263,8 +265,8 @@ private:
       operands.push_back(*a);
     }
     if (launch.copiesResults)
-      for (size_t k = 0; k < launch.operands.size(); ++k)
-        operands.push_back({"Result", int64_t(k)});
+      for (int64_t r : launch.resultIndices)
+        operands.push_back({"Result", r});
     if (launch.copiesShadows)
       for (Value v : launch.operands)
         operands.push_back(shadows.lookup(v));

@@ -70,7 +70,40 @@ int64_t MemoryPlan::mostAlive(int64_t batch) const {
 bool isStored(Value v) {
   return isa<RankedTensorType>(v.getType()) &&
          !v.getDefiningOp<lru::ParamOp>() && !v.getDefiningOp<lru::ViewOp>() &&
-         !isa<BlockArgument>(v);
+         !isa<BlockArgument>(v) && !inPlaceResult(v);
+}
+
+std::optional<unsigned> inPlaceResult(Value v) {
+  auto result = dyn_cast<OpResult>(v);
+  if (!result)
+    return std::nullopt;
+  auto mark = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kInPlaceAttr);
+  if (!mark || mark.size() != int64_t(result.getOwner()->getNumResults()) ||
+      mark[result.getResultNumber()] < 0)
+    return std::nullopt;
+  return unsigned(mark[result.getResultNumber()]);
+}
+
+llvm::DenseMap<Value, unsigned> inputsWrittenOver(Operation *op,
+                                                  func::FuncOp func) {
+  llvm::DenseMap<Value, unsigned> written;
+  auto multi = cast<lru::MultiTensorOp>(op);
+  Block &body = multi.getBody().front();
+  for (auto [n, result] : llvm::enumerate(multi.getResults()))
+    if (std::optional<unsigned> r = inPlaceResult(result))
+      for (auto [inner, input] :
+           llvm::zip(body.getArguments(), multi.getInputs()))
+        if (input == updatedArgument(func, *r))
+          written[inner] = unsigned(n);
+  return written;
+}
+
+BlockArgument updatedArgument(func::FuncOp func, unsigned result) {
+  for (NamedAttribute tag : func.getResultAttrs(result))
+    for (BlockArgument arg : func.getArguments())
+      if (func.getArgAttr(arg.getArgNumber(), tag.getName()) == tag.getValue())
+        return arg;
+  return nullptr;
 }
 
 Value storageOf(Value v) {

@@ -11,6 +11,8 @@
 // CHECK-SAME: %[[SUMW:[a-z0-9]+]]: tensor<3xf32> {lru.gradient = "w"}
 // CHECK-SAME: %[[SUMNU:[a-z0-9]+]]: tensor<3xf32> {lru.gradient = "nu"}
 // CHECK-SAME: %[[SCALE:[a-z0-9]+]]: tensor<f32> {lru.input = "grad_scale"}
+// Each new value is tagged as the argument it replaces (its ABI block).
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {lru.gradient = "w"}, tensor<3xf32> {lru.gradient = "nu"}, tensor<3xf32> {lru.state = "running_mean"})
 // CHECK-SAME: lru.params = ["w", "nu"], lru.state = ["running_mean"]
 // CHECK-NOT: lru.param "
 // CHECK: %[[LOSS:.*]] = lru.reduce_sum %{{.*}} dims [0, 1]
@@ -37,7 +39,7 @@
 // CHECK-SAME: {lru.gradient = "nu"}
 // CHECK-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {lru.input = "lr"}
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {lru.input = "step"}
-// CHECK-SAME: -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+// CHECK-SAME: -> (tensor<3xf32> {lru.param = "w"}, tensor<3xf32> {lru.param = "nu"}, tensor<3xf32> {lru.adam_m = "w"}, tensor<3xf32> {lru.adam_m = "nu"}, tensor<3xf32> {lru.adam_v = "w"}, tensor<3xf32> {lru.adam_v = "nu"})
 // CHECK: lru.mul %[[GRADW]], %[[GRADW]]
 // CHECK: %[[NORM:.*]] = lru.sqrt %{{.*}} : tensor<f32>
 // CHECK: lru.max %[[NORM]], %{{.*}}

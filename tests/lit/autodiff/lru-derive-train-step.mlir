@@ -15,6 +15,8 @@
 // CHECK-SAME: {lru.state = "running_mean"}
 // CHECK-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {lru.input = "lr"}
 // CHECK-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {lru.input = "step"}
+// Each new value is tagged as the argument it replaces (its ABI block).
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {lru.param = "w"}, tensor<3xf32> {lru.param = "nu"}, tensor<3xf32> {lru.adam_m = "w"}, tensor<3xf32> {lru.adam_m = "nu"}, tensor<3xf32> {lru.adam_v = "w"}, tensor<3xf32> {lru.adam_v = "nu"}, tensor<3xf32> {lru.state = "running_mean"})
 // CHECK-SAME: lru.params = ["w", "nu"], lru.state = ["running_mean"]
 // CHECK-NOT: lru.param "
 // CHECK: %[[LOSS:.*]] = lru.reduce_sum %{{.*}} dims [0, 1] : tensor<?x3xf32> -> tensor<f32>

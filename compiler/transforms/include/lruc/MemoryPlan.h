@@ -19,8 +19,10 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace lruc {
@@ -73,9 +75,30 @@ int64_t elementBytes(mlir::Type type);
 /// `bytesPerElement`, of elements of that size instead of its type's.
 ByteSize bufferSize(mlir::Value v, int64_t bytesPerElement = 0);
 
-/// Whether `v` needs a buffer of its own (parameters, arguments and views
-/// do not).
+/// Whether `v` needs a buffer of its own (parameters, arguments, views and
+/// results written in place do not).
 bool isStored(mlir::Value v);
+
+/// Marks an op whose results may be written straight into the caller's
+/// results (-lru-update-in-place): per result, the index of the function
+/// result it is, or -1. The function result it is written into is where
+/// the caller passed the argument it updates (updatedArgument), which the
+/// op reads only at the index it writes.
+constexpr llvm::StringLiteral kInPlaceAttr = "lru.in_place";
+
+/// The function result `v` is written into, when its op is marked so.
+std::optional<unsigned> inPlaceResult(mlir::Value v);
+
+/// The argument that `func`'s result `result` is the new value of (tagged
+/// alike: `{lru.param = "blocks.0.lru.B_re"}`), or null.
+mlir::BlockArgument updatedArgument(mlir::func::FuncOp func, unsigned result);
+
+/// Of an lru.multi_tensor `op` of `func` marked kInPlaceAttr: each body
+/// argument whose input a result written in place updates, and the index
+/// of that result. A backend reads such an input through the result's
+/// array, the one array both are.
+llvm::DenseMap<mlir::Value, unsigned>
+inputsWrittenOver(mlir::Operation *op, mlir::func::FuncOp func);
 
 /// The value whose buffer holds `v`: `v`, or for an lru.view (of a view...)
 /// the value it views.

@@ -205,6 +205,22 @@ def FuseStepConstantsPass
   }];
 }
 
+def UpdateInPlacePass : Pass<"lru-update-in-place", "mlir::func::FuncOp"> {
+  let summary = "Write a training function's updated blocks over the old values";
+  let description = [{
+    A result tagged like an argument (`{lru.param = NAME}`, `lru.adam_m`,
+    `lru.adam_v`, `lru.gradient`, `lru.state`: the argument's new value,
+    which the ABI writes where the argument was read) that an
+    `lru.multi_tensor` computes, reading that argument only elementwise at
+    the index it writes and with nothing else reading it there or after:
+    the multi_tensor gets `lru.in_place` (per result, the function result
+    it is written into, or -1). Such a result gets no workspace buffer
+    (`-lru-plan-memory`); a backend writes it into the caller's result and
+    copies nothing at the end. AdamW's update of parameters and moments,
+    and the gradient sums of `@accumulate_gradients`.
+  }];
+}
+
 def PlanMemoryPass : Pass<"lru-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every stored value a slot of one workspace (the kernel-level IR)";
   let description = [{
