@@ -376,7 +376,9 @@ private:
       sum += " + uint64_t(" + count(v) + ") * sizeof(" +
              elementType(v.getType()) + ")";
     };
-    llvm::for_each(op->getOperands(), add);
+    for (Value v : op->getOperands())
+      if (!isa<func::ReturnOp>(op) || !inPlaceResult(v)) // copied at the end
+        add(v);
     llvm::for_each(op->getResults(), add);
     return sum;
   }

@@ -376,7 +376,8 @@ int main(int argc, char **argv) {
       pm.addPass(lruc::createDeriveTrainStep());
       pm.addPass(lruc::createDeriveAccumulation());
     }
-    if (planned || (printStats && recompute != lruc::Recompute::None))
+    // --stats plans what the library runs: the whole CPU pipeline.
+    if (planned || printStats)
       lruc::buildCpuPipeline(pm, recompute);
     else if (fused)
       lruc::buildFusionPipeline(pm, recompute);
