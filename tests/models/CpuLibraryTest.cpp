@@ -856,6 +856,20 @@ TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
                                 std::to_string(t) + "] = -1 is outside [0, ";
       EXPECT_NE(std::string(message).find(where), std::string::npos)
           << message << " (expected " << where << ")";
+      // A train step that fails leaves the caller's blocks as they were:
+      // the update, which writes over them, comes after every check.
+      std::vector<float> p = params, s = state, m1(m.param_floats, 0.5f),
+                         v1(m.param_floats, 0.25f);
+      const std::vector<float> moment1 = m1, moment2 = v1;
+      EXPECT_NE(m.train_step(kBatch, p.data(), m1.data(), v1.data(), s.data(),
+                             1e-3f, 1.0f, inputs.pointers.data(), key,
+                             outputPtrs.data(), message, sizeof message),
+                0)
+          << c.name;
+      EXPECT_NE(std::string(message).find(where), std::string::npos)
+          << message << " (expected " << where << ")";
+      EXPECT_TRUE(p == params && s == state && m1 == moment1 && v1 == moment2)
+          << c.name << ": a failed train_step changed the blocks";
     }
   }
 }

@@ -8,8 +8,11 @@
 // can write the new value over the old one instead of into the workspace:
 // the results need no buffer of their own and no copy at the end. Each
 // result so written is marked (lruc/MemoryPlan.h, kInPlaceAttr) with the
-// function result it is; an argument that anything reads after the
-// multi_tensor, or that another of its groups reads, keeps its copy.
+// function result it is; an argument that the return reads as well, or
+// that another of its groups reads, keeps its copy, and so does every
+// result of a multi_tensor that is not the function's last op (an op
+// after it could still fail, and a failed call leaves the caller's blocks
+// as they were).
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,7 +97,11 @@ struct UpdateInPlacePass
     for (auto [r, value] : llvm::enumerate(ret.getOperands())) {
       BlockArgument arg = lruc::updatedArgument(func, unsigned(r));
       auto multi = value.getDefiningOp<lru::MultiTensorOp>();
-      if (!arg || !multi || arg.getType() != value.getType())
+      // Only as the function's last op: every op that may fail on bad
+      // input has run, so a failed call leaves the caller's blocks as
+      // they were.
+      if (!arg || !multi || arg.getType() != value.getType() ||
+          multi->getNextNode() != ret.getOperation())
         continue;
       // The group that computes the result, and the result inside it.
       Value inner = multi.getBody().front().getTerminator()->getOperand(

@@ -77,3 +77,31 @@ func.func @kept(%p: tensor<4xf32> {lru.param = "p"},
   }
   return %r#0, %p, %r#1, %r#2, %r#3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An update followed by another op (which could still fail on bad input:
+// a failed call leaves the caller's blocks as they were) keeps its copy.
+// CHECK-LABEL: func.func @not_last
+// CHECK: lru.multi_tensor
+// CHECK-NOT: lru.in_place
+// CHECK: lru.fused
+// CHECK: return
+func.func @not_last(%p: tensor<4xf32> {lru.param = "w"}, %g: tensor<4xf32>)
+    -> (tensor<4xf32> {lru.param = "w"}, tensor<4xf32>) {
+  %r = lru.multi_tensor(%p, %g) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>, %z: tensor<4xf32>):
+    %a = lru.fused(%x, %z) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%e: tensor<4xf32>, %f: tensor<4xf32>):
+      %s = lru.sub %e, %f : tensor<4xf32>
+      lru.yield %s : tensor<4xf32>
+    }
+    lru.yield %a : tensor<4xf32>
+  }
+  %n = lru.fused(%g) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%e: tensor<4xf32>):
+    %s = lru.neg %e : tensor<4xf32>
+    lru.yield %s : tensor<4xf32>
+  }
+  return %r, %n : tensor<4xf32>, tensor<4xf32>
+}

@@ -211,8 +211,10 @@ def UpdateInPlacePass : Pass<"lru-update-in-place", "mlir::func::FuncOp"> {
     A result tagged like an argument (`{lru.param = NAME}`, `lru.adam_m`,
     `lru.adam_v`, `lru.gradient`, `lru.state`: the argument's new value,
     which the ABI writes where the argument was read) that an
-    `lru.multi_tensor` computes, reading that argument only elementwise at
-    the index it writes and with nothing else reading it there or after:
+    `lru.multi_tensor` computes as the function's last op (every op that
+    may fail has run: a failed call leaves the caller's blocks as they
+    were), reading that argument only elementwise at the index it writes
+    and with nothing else reading it there or after:
     the multi_tensor gets `lru.in_place` (per result, the function result
     it is written into, or -1). Such a result gets no workspace buffer
     (`-lru-plan-memory`); a backend writes it into the caller's result and
