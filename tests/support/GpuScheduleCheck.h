@@ -418,6 +418,27 @@ inline void expectGpuScheduleMatchesCpu(
               std::string::npos)
         << message;
 
+    // A train step that meets it fails as a whole: the blocks stay as they
+    // were (the update and the results copy write nothing once a kernel
+    // has reported), as on the CPU.
+    auto blocksNow = [&] {
+      return std::vector<std::vector<float>>{
+          memory.download(dParams, params.size()),
+          memory.download(dM, zeros.size()), memory.download(dV, zeros.size()),
+          memory.download(dState, state.size())};
+    };
+    const std::vector<std::vector<float>> before = blocksNow();
+    char failed[512] = "";
+    EXPECT_NE(g.train_step(&ops, workspace, batch, dParams, dM, dV, dState,
+                           1e-3f, 2.0f, badInputs.data(), key, gpu.data(),
+                           failed, sizeof failed),
+              0);
+    EXPECT_NE(std::string(failed).find("tokens[0, 0] is 1048576"),
+              std::string::npos)
+        << failed;
+    EXPECT_TRUE(blocksNow() == before)
+        << name << ": a failed GPU train_step changed the blocks";
+
     // The same call with its status deferred (lruc_gpu_ops.defer_status):
     // it returns without reading the block, and the block, read back
     // afterwards, says what the call said.

@@ -250,7 +250,8 @@ private:
       os << ", float *out" << n;
     }
     current->push_back(std::move(launch));
-    os << kBodyStart << "  const int32_t block = int32_t(blockIdx.x);\n"
+    os << kBodyStart << kUnlessFailed
+       << "  const int32_t block = int32_t(blockIdx.x);\n"
        << "  int lo = 0, hi = " << count << ";\n"
        << "  while (hi - lo > 1) {\n"
        << "    const int mid = (lo + hi) / 2;\n"
@@ -271,6 +272,12 @@ private:
   /// kernel takes (signature) marked used, as some kernels do not read them.
   static constexpr StringLiteral kBodyStart =
       ") {\n  (void)B; (void)status; (void)op;\n";
+  /// The first statement of a kernel that writes the caller's arrays (the
+  /// results copy, an update in place): nothing once an earlier kernel of
+  /// the call has reported bad input, so that a failed call leaves them as
+  /// they were, as on the CPU.
+  static constexpr StringLiteral kUnlessFailed =
+      "  if (status->op != -1)\n    return;\n";
 
   /// `extern "C" __global__ void <name>(` and the parameters every kernel
   /// takes first: the batch `B`, the status block and `op`, the number of
@@ -955,6 +962,8 @@ private:
     std::string total = std::to_string(ends.back());
     SmallVector<Value> results(op.getResults());
     begin(op, "", total, inputs, results);
+    if (op->hasAttr(kInPlaceAttr))
+      os << kUnlessFailed;
     for (auto &element : elements)
       element->writeConstants(os);
     gridLoop(total, "g");
