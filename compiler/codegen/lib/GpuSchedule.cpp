@@ -56,12 +56,16 @@ KernelBytes kernelBytes(const CudaLaunch &launch) {
     int64_t count = 1;
     for (int64_t d = batched ? 1 : 0; d < type.getRank(); ++d)
       count *= type.getDimSize(d);
-    // A results copy reads each value and writes it again; the shadows
-    // kernel writes a bfloat16 copy of each parameter it reads.
+    // A results copy reads each value and writes it again, and so does an
+    // update in place each result (the argument it replaces, read through
+    // it); the shadows kernel writes a bfloat16 copy of each parameter it
+    // reads.
+    const bool readAndWritten =
+        launch.copiesResults ||
+        (inPlaceResult(v) && v.getDefiningOp() == launch.op);
     (batched ? bytes.perExample : bytes.fixed) +=
-        launch.copiesShadows
-            ? count * (perElement + perElement / 2)
-            : count * perElement * (launch.copiesResults ? 2 : 1);
+        launch.copiesShadows ? count * (perElement + perElement / 2)
+                             : count * perElement * (readAndWritten ? 2 : 1);
   }
   return bytes;
 }
