@@ -89,12 +89,13 @@ llvm::DenseMap<Value, unsigned> inputsWrittenOver(Operation *op,
   llvm::DenseMap<Value, unsigned> written;
   auto multi = cast<lru::MultiTensorOp>(op);
   Block &body = multi.getBody().front();
+  llvm::DenseMap<Value, Value> innerOf; // an input -> its body argument
+  for (auto [inner, input] : llvm::zip(body.getArguments(), multi.getInputs()))
+    innerOf[input] = inner;
   for (auto [n, result] : llvm::enumerate(multi.getResults()))
     if (std::optional<unsigned> r = inPlaceResult(result))
-      for (auto [inner, input] :
-           llvm::zip(body.getArguments(), multi.getInputs()))
-        if (input == updatedArgument(func, *r))
-          written[inner] = unsigned(n);
+      if (Value inner = innerOf.lookup(updatedArgument(func, *r)))
+        written[inner] = unsigned(n);
   return written;
 }
 
