@@ -518,6 +518,17 @@ int64_t FusedOp::getReductionChunksPerExample() {
   return std::max<int64_t>(1, (getRowsPerExample() + rows - 1) / rows);
 }
 
+bool FusedOp::canBeEpilogue() {
+  RankedTensorType loop = getLoopType();
+  if (loop.getRank() < 2 || !loop.isDynamicDim(0) ||
+      loop.isDynamicDim(loop.getRank() - 1))
+    return false;
+  // A scan runs along time, not by rows; one step of it (step mode) runs by
+  // channels, which are its products' columns.
+  return !getScan() ||
+         (loop.getRank() == 3 && loop.getDimSize(1) == 1 && !hasReductions());
+}
+
 SmallVector<MatmulOp, 2> FusedOp::getEpilogueMatmuls() {
   SmallVector<MatmulOp, 2> matmuls;
   if (!(*this)->hasAttr(kEpilogueAttr))
@@ -526,7 +537,7 @@ SmallVector<MatmulOp, 2> FusedOp::getEpilogueMatmuls() {
   for (Operation *op = (*this)->getPrevNode(); op; op = op->getPrevNode()) {
     auto matmul = dyn_cast<MatmulOp>(op);
     if (!matmul || matmul.getKind() == MatmulKind::tn ||
-        matmul.getType() != loop ||
+        matmul.getType().getShape() != loop.getShape() ||
         !llvm::is_contained(getInputs(), matmul.getResult()))
       break;
     matmuls.insert(matmuls.begin(), matmul);
@@ -602,14 +613,13 @@ LogicalResult FusedOp::verify() {
       return emitOpError("expects inputs and results of one shape (but for "
                          "inputs that only lru.broadcast reads)");
   if ((*this)->hasAttr(kEpilogueAttr)) {
-    RankedTensorType loop = getLoopType();
-    if (getScan() || loop.getRank() < 2 || !loop.isDynamicDim(0) ||
-        loop.isDynamicDim(loop.getRank() - 1))
-      return emitOpError("as an epilogue has no scan and loops over a "
-                         "batch-sized shape with a static last dim");
+    if (!canBeEpilogue())
+      return emitOpError("as an epilogue loops over a batch-sized shape with "
+                         "a static last dim, without a scan or with a scan "
+                         "of one step and no sums");
     if (getEpilogueMatmuls().empty())
       return emitOpError("as an epilogue follows lru.matmul ops (nt or nn, "
-                         "of its loop's type) whose results it reads");
+                         "of its loop's shape) whose results it reads");
   }
   for (Operation &op : body.without_terminator()) {
     if (auto reduce = dyn_cast<ReduceSumOp>(op)) {

@@ -808,6 +808,24 @@ TEST_F(CpuKernels, Matmul) {
     }
     if (rows * width > 0)
       expectClose(parts, ref);
+    // Step mode's scan epilogue: ranges of the product's columns (one of a
+    // single column, one empty), all rows, on the calling thread.
+    std::vector<float> columns(out.size(), -7);
+    for (auto [c0, c1] : {std::pair<int64_t, int64_t>{0, width / 3},
+                          {width / 3, width / 3 + 1},
+                          {width / 3 + 1, width / 3 + 1},
+                          {width / 3 + 1, width}}) {
+      if (c1 > width)
+        continue;
+      if (kind == "nt")
+        lruc::cpu::matmulNTColumns(a.data(), w.data(), rows, rhs[0], rhs[1],
+                                   columns.data(), c0, c1);
+      else
+        lruc::cpu::matmulNNColumns(a.data(), w.data(), rows, rhs[0], rhs[1],
+                                   columns.data(), c0, c1);
+    }
+    if (rows * width > 0)
+      expectClose(columns, ref);
   };
   check("nt", {2, 3, 7}, {5, 7}, {2, 3, 5});
   check("nt", {4, 33, 65}, {47, 65}, {4, 33, 47});
@@ -1327,6 +1345,30 @@ TEST(CpuThreads, FewRowProductsDoNotDependOnTheSplit) {
       }
     }
   }
+}
+
+TEST(CpuThreads, ProductColumnBlocksShareWholeVectors) {
+  ThreadCountGuard guard;
+  for (int threads : {1, 2, 3, 8}) {
+    lruc::cpu::setThreadCount(threads);
+    for (int64_t n : {1, 3, 16, 17, 256, 301, 1024})
+      for (int64_t work : {int64_t(1), int64_t(128), int64_t(1) << 14}) {
+        const int64_t block = lruc::cpu::productColumnBlock(n, work);
+        const int64_t parts = (n + block - 1) / block;
+        SCOPED_TRACE(::testing::Message()
+                     << threads << " threads, " << n << " columns of " << work);
+        EXPECT_EQ(0, block % 16);
+        EXPECT_GE(parts, 1);
+        EXPECT_LE(parts, threads);
+        // A part is at least 2^14 multiply-adds, as matmulsTogether's are,
+        // unless there is only one.
+        if (parts > 1)
+          EXPECT_GE(n * work / parts, int64_t(1) << 14);
+      }
+  }
+  lruc::cpu::setThreadCount(2);
+  EXPECT_EQ(128, lruc::cpu::productColumnBlock(256, 256)); // two halves
+  EXPECT_EQ(256, lruc::cpu::productColumnBlock(256, 1));   // too little work
 }
 
 TEST(CpuThreads, ParallelForCoversEachIndexOnce) {

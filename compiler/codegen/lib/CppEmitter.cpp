@@ -458,6 +458,8 @@ private:
         writeFusedKernel(op, [&](Value result) { return define(result); });
     if (failed(call))
       return failure();
+    if (call->scan)
+      return emitScanEpilogue(matmuls, *call);
     // With fewer parts than threads (step mode's few rows), each product
     // is better split across the threads on its own, as without epilogue.
     os << "  if ((" << call->units << " + " << call->grain << " - 1) / "
@@ -472,13 +474,105 @@ private:
       products += "    " + matmulCall(matmul, "r0, r1") + "\n";
     writeParallelLoop(*call, products);
     os << "  } else {\n";
-    os << "  "
+    if (canSplitColumns(op)) {
+      // As a one-step scan's (emitScanEpilogue): each thread its columns
+      // of the products and of the group, all rows.
+      FailureOr<FusedCall> byColumns = writeFusedKernel(
+          op, [&](Value result) { return get(result); }, nullptr, true);
+      if (failed(byColumns))
+        return failure();
+      writeColumnParts(matmuls, [&](StringRef block) {
+        return byColumns->kernel + "(B, 0, " + byColumns->units + ", c0, c1" +
+               byColumns->args + ");";
+      });
+    } else {
+      os << "  "
+         << (matmuls.size() > 1 ? matmulsTogetherCall(matmuls)
+                                : matmulCall(matmuls.front(), ""))
+         << "\n";
+      writeParallelLoop(*call, "");
+    }
+    os << "  }\n" << call->finish;
+    return success();
+  }
+
+  /// Whether an epilogue group's loop can run over a range of columns: a
+  /// row loop (a static last dim), without sums or dropout (whose
+  /// decisions are drawn a row at a time).
+  bool canSplitColumns(lru::FusedOp op) {
+    const emit::FusedLayout layout = emit::FusedLayout::of(op);
+    return layout.nested && !layout.sums && !layout.scan &&
+           op.getBody().front().getOps<lru::DropoutMaskOp>().empty();
+  }
+
+  /// One parallel region over ranges of the products' columns (the last
+  /// dim of the matmuls' results, the epilogue's): each part computes its
+  /// columns c0..c1 of every product, then runs `partCall(block)` (C++ of
+  /// c0, c1 and the block size's name).
+  void writeColumnParts(ArrayRef<lru::MatmulOp> matmuls,
+                        llvm::function_ref<std::string(StringRef)> partCall) {
+    lru::MatmulOp first = matmuls.front();
+    const std::string width =
+        std::to_string(tensorType(first.getResult()).getShape().back());
+    // The multiply-adds of a column: each product's rows times its k.
+    std::string work;
+    for (lru::MatmulOp matmul : matmuls) {
+      auto lhs = tensorType(matmul.getLhs());
+      work += std::string(work.empty() ? "" : " + ") +
+              productExpr(lhs.getShape().drop_back()) + " * " +
+              dimExpr(lhs.getShape().back());
+    }
+    const std::string block = "columns" + std::to_string(counter++);
+    os << "  const int64_t " << block << " = lruc::cpu::productColumnBlock("
+       << width << ", " << work << ");\n"
+       << "  const int64_t parts = (" << width << " + " << block << " - 1) / "
+       << block << ";\n"
+       << "  lruc::cpu::parallelFor(parts, 1, [&](int64_t p0, int64_t p1) {\n"
+       << "    for (int64_t p = p0; p < p1; ++p) {\n"
+       << "      const int64_t c0 = p * " << block
+       << ", c1 = std::min<int64_t>(" << width << ", c0 + " << block << ");\n";
+    for (lru::MatmulOp matmul : matmuls)
+      os << "      " << matmulColumnsCall(matmul, "c0, c1") << "\n";
+    os << "      " << partCall(block) << "\n"
+       << "    }\n  });\n";
+  }
+
+  /// A scan of one step (step mode) as the epilogue of its `B u` products.
+  /// With a part for every thread, as without epilogue: the products, then
+  /// the scan. Otherwise (a few sequences) the threads split the channels,
+  /// which are the products' columns: each computes its columns of the
+  /// products and scans those channels of every sequence, so that no thread
+  /// waits for or reads what another wrote (on the 2-core machines here a
+  /// cache line takes ~300 ns from one core to the other).
+  LogicalResult emitScanEpilogue(ArrayRef<lru::MatmulOp> matmuls,
+                                 const FusedCall &call) {
+    os << "  if ((" << call.units << " + " << call.grain << " - 1) / "
+       << call.grain << " >= lruc::cpu::threadCount()) {\n  "
        << (matmuls.size() > 1 ? matmulsTogetherCall(matmuls)
                               : matmulCall(matmuls.front(), ""))
        << "\n";
-    writeParallelLoop(*call, "");
-    os << "  }\n" << call->finish;
+    writeParallelLoop(call, "");
+    os << "  } else {\n";
+    // The scan's parts are (sequence, block of channels): with the column
+    // block as its channel block, part p's channels of sequence s are unit
+    // s * parts + p.
+    writeColumnParts(matmuls, [&](StringRef block) {
+      return "for (int64_t s = 0; s < B; ++s)\n        " + call.kernel +
+             "(B, " + block.str() + ", s * parts + p, s * parts + p + 1" +
+             call.args + ");";
+    });
+    os << "  }\n" << call.finish;
     return success();
+  }
+
+  /// The call of an `nt` or `nn` matmul's kernel for columns `columnRange`
+  /// ("c0, c1") of its result, all rows, on the calling thread.
+  std::string matmulColumnsCall(lru::MatmulOp o, StringRef columnRange) {
+    std::string kind = o.getKind() == lru::MatmulKind::nt ? "NT" : "NN";
+    return "lruc::cpu::matmul" + kind + "Columns(" +
+           matmulArgs(
+               o, productExpr(tensorType(o.getLhs()).getShape().drop_back())) +
+           ", " + columnRange.str() + ");";
   }
 
   /// The call of an `nt` or `nn` matmul's kernel, of all its rows (the
@@ -575,9 +669,11 @@ private:
   /// Writes `op`'s loop function to the kernel text; `output` names the
   /// buffer of each result. For a scan, also the call's block size (the
   /// channels of a part).
-  FailureOr<FusedCall> writeFusedKernel(
-      lru::FusedOp op, llvm::function_ref<std::string(Value)> output,
-      const llvm::DenseMap<Value, unsigned> *overwritten = nullptr) {
+  FailureOr<FusedCall>
+  writeFusedKernel(lru::FusedOp op,
+                   llvm::function_ref<std::string(Value)> output,
+                   const llvm::DenseMap<Value, unsigned> *overwritten = nullptr,
+                   bool columns = false) {
     // The loop is a function of its own, called with the group's arrays as
     // restrict-qualified parameters: the memory plan never places a result
     // over a value it reads, and without that promise GCC gives up on loops
@@ -664,6 +760,7 @@ private:
     // runs along the scan's time dim, one sequence a part.
     lru::ScanOp scan = layout.scan;
     call.scan = bool(scan);
+    const bool oneStep = scan && shape[1] == 1;
     std::string lengths;
     if (scan) {
       if (Value l = scan.getLengths()) {
@@ -697,8 +794,11 @@ private:
     // The function's text after its name.
     std::string text;
     llvm::raw_string_ostream k(text);
+    // A row loop over a range of columns (columns: a step-mode epilogue
+    // split by columns, canSplitColumns) takes the range after its rows.
     k << "(int64_t B, " << (scan ? "int64_t block, " : "")
-      << "int64_t begin, int64_t end";
+      << "int64_t begin, int64_t end"
+      << (columns ? ", int64_t j0, int64_t j1" : "");
     for (const std::string &p : params)
       k << ", " << p;
     k << ") {\n";
@@ -716,6 +816,16 @@ private:
       Value init = scan.getInit();
       std::string initValue =
           init ? element.arrayOf(init) + "[s * " + last + " + j]" : "0.0f";
+      // One step (step mode): the state is a scalar of the element, not an
+      // array kept across the time loop (whose copy-in and stores, dead
+      // after one step, took most of the loop's time).
+      std::string stateDeclaration;
+      if (oneStep)
+        stateDeclaration =
+            isComplex(scan.getType())
+                ? "    float " + state + "re = std::real(" + initValue + "), " +
+                      state + "im = std::imag(" + initValue + ");\n"
+                : "    float " + state + " = " + initValue + ";\n";
       k << "  const int64_t parts = (" << last << " + block - 1) / block;\n"
         << "  for (int64_t u = begin; u < end; ++u) {\n"
         << "   const int64_t s = u / parts, j0 = u % parts * block;\n"
@@ -723,7 +833,9 @@ private:
         << ", j0 + block);\n"
         << "   const int64_t length = "
         << (lengths.empty() ? layout.steps : lengths + "[s]") << ";\n";
-      if (isComplex(scan.getType()))
+      if (oneStep)
+        ;
+      else if (isComplex(scan.getType()))
         k << "   float " << state << "re[" << last << "], " << state << "im["
           << last << "];\n"
           << "   for (int64_t j = j0; j < j1; ++j) {\n"
@@ -734,15 +846,16 @@ private:
         k << "   float " << state << "[" << last << "];\n"
           << "   for (int64_t j = j0; j < j1; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
-      k << sumDeclarations
-        << "   for (int64_t k = 0; k < " << layout.steps << "; ++k) {\n"
+      k << sumDeclarations << "   for (int64_t k = 0; k < " << layout.steps
+        << "; ++k) {\n"
         << "    const int64_t t = "
         << (scan.getReverse() ? "k < length ? length - 1 - k : k" : "k")
         << ";\n"
         << "    const bool real = t < length;\n"
         << "    const int64_t o = s * " << layout.steps << " + t;\n"
         << "    for (int64_t j = j0; j < j1; ++j) {\n"
-        << "    const int64_t i = o * " << last << " + j;\n";
+        << "    const int64_t i = o * " << last << " + j;\n"
+        << stateDeclaration;
     } else if (layout.sums) {
       k << "  for (int64_t c = begin; c < end; ++c) {\n";
       layout.writeChunkRows(k, "c", "   ");
@@ -754,14 +867,19 @@ private:
     } else if (layout.nested) {
       k << "  for (int64_t o = begin; o < end; ++o) {\n";
       writeRowKeeps(k, element);
-      k << "   for (int64_t j = 0; j < " << last << "; ++j) {\n"
+      k << "   for (int64_t j = " << (columns ? "j0" : "0") << "; j < "
+        << (columns ? "j1" : last) << "; ++j) {\n"
         << "    const int64_t i = o * " << last << " + j;\n";
     } else {
       k << "  for (int64_t i = begin; i < end; ++i) {\n";
     }
     if (failed(element.writeElement(
-            k, [&](StringRef part) { return state + part.str() + "[j]"; },
-            sumOf, outputs, nullptr, nullptr, [&](lru::DropoutMaskOp d) {
+            k,
+            [&](StringRef part) {
+              return state + part.str() + (oneStep ? "" : "[j]");
+            },
+            sumOf, outputs, nullptr, nullptr,
+            [&](lru::DropoutMaskOp d) {
               return element.keepName(d) + "[j] != 0u";
             })))
       return failure();

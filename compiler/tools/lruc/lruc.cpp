@@ -276,12 +276,15 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
       }
     }
     lruc::MemoryPlan plan = lruc::planMemory(func);
+    // Bytes per example times B ("0" where none: not "0.0 B B").
+    const std::string perExample =
+        plan.total.perExample ? formatBytes(double(plan.total.perExample))
+                              : std::string("0");
     os << llvm::formatv(
         "@{0,-20} {1,4} {2,6} {3,8} {4,6}  {5,8:F1} B + {6,-8:F1}  "
         "{7} B + {8}",
         func.getSymName(), ops, groups, plan.slotOf.size(), plan.slots.size(),
-        flopsPerExample / 1e6, flopsFixed / 1e6,
-        formatBytes(double(plan.total.perExample)),
+        flopsPerExample / 1e6, flopsFixed / 1e6, perExample,
         formatBytes(double(plan.total.fixed)));
     if (batch)
       os << llvm::formatv("  {0:F2}, ",

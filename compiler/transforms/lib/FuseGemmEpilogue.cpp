@@ -4,7 +4,9 @@
 // (`nt` or `nn`, of its loop's type: the C projection before `+ D u`, the
 // GLU's input gradient before the GELU's) can run each part of its rows
 // right after those rows of the matmuls are computed, reading them from
-// cache instead of memory.
+// cache instead of memory. So can a group holding a scan of one step of
+// each sequence (step mode), by channels: the products' columns are its
+// channels (`B u` before the scan).
 // The pass moves such matmuls to just before the group (when nothing in
 // between reads them) and marks the group `lru.epilogue`; the memory plan
 // then keeps the matmuls' operands alive until the group, since one part's
@@ -33,17 +35,16 @@ namespace {
 void fuseEpilogues(Block &block) {
   llvm::SmallPtrSet<Operation *, 16> claimed; // by an earlier epilogue
   for (lru::FusedOp group : block.getOps<lru::FusedOp>()) {
-    RankedTensorType loop = group.getLoopType();
-    if (group.getScan() || loop.getRank() < 2 || !loop.isDynamicDim(0) ||
-        loop.isDynamicDim(loop.getRank() - 1))
+    if (!group.canBeEpilogue())
       continue;
+    RankedTensorType loop = group.getLoopType();
     SmallVector<lru::MatmulOp> matmuls;
     for (Value input : group.getInputs()) {
       auto matmul = input.getDefiningOp<lru::MatmulOp>();
       if (!matmul || matmul->getBlock() != &block ||
           matmul.getKind() == lru::MatmulKind::tn ||
-          matmul.getType() != loop || claimed.contains(matmul) ||
-          llvm::is_contained(matmuls, matmul))
+          matmul.getType().getShape() != loop.getShape() ||
+          claimed.contains(matmul) || llvm::is_contained(matmuls, matmul))
         continue;
       // Moving it down to the group must not pass one of its readers.
       if (llvm::any_of(matmul->getUsers(), [&](Operation *user) {

@@ -487,9 +487,13 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     A batch-sized group without a scan may be the epilogue of the matmuls
     that compute its inputs (`lru.epilogue`, set by
     `-lru-fuse-gemm-epilogue`): those `lru.matmul` ops (`nt` or `nn`, of the
-    group's loop type) stand just before it, and a backend may run each
+    group's loop shape) stand just before it, and a backend may run each
     part of the group's rows right after computing those rows of the
-    matmuls, while they are in cache. It means the same either way.
+    matmuls, while they are in cache. So may a group whose scan is one step
+    of each sequence (`[?, 1, N]`, step mode) and that sums nothing: the
+    products' columns are the scan's channels, and a backend may scan a
+    range of channels right after computing those columns. It means the
+    same either way.
 
     A group without a scan may hold `lru.dropout_mask` of a value of its
     shape (a static last dim): its key is an input, and a backend draws the
@@ -541,9 +545,13 @@ def LRU_FusedOp : LRU_Op<"fused", [IsolatedFromAbove,
     /// it (-lru-fuse-gemm-epilogue).
     static constexpr ::llvm::StringLiteral kEpilogueAttr = "lru.epilogue";
     /// An epilogue's matmuls, in order: the run of lru.matmul ops (nt or
-    /// nn, of the loop's type) just before it whose results it reads (none
+    /// nn, of the loop's shape) just before it whose results it reads (none
     /// without kEpilogueAttr).
     ::llvm::SmallVector<MatmulOp, 2> getEpilogueMatmuls();
+    /// Whether the group may be an epilogue: batch-sized with a static last
+    /// dim, and either without a scan or a scan of one step that sums
+    /// nothing (its channels are the products' columns).
+    bool canBeEpilogue();
   }];
   let hasVerifier = 1;
 }

@@ -972,6 +972,38 @@ void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
   gemmRows(false, row0, row1, k, n, x, w, y);
 }
 
+/// Columns [c0, c1) of C[rows, n] = A op(B), A [rows, k] untransposed, on
+/// this thread.
+static void gemmColumns(bool transB, int64_t rows, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c, int64_t c0,
+                        int64_t c1) {
+  if (rows == 0 || c1 <= c0)
+    return;
+  if (k == 0) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill(c + r * n + c0, c + r * n + c1, 0.0f);
+    return;
+  }
+  gemmPart(false, transB, rows, n, k, a, b, c, 0, rows, c0, c1);
+}
+
+void matmulNTColumns(const float *x, const float *w, int64_t rows, int64_t n,
+                     int64_t k, float *y, int64_t c0, int64_t c1) {
+  gemmColumns(true, rows, n, k, x, w, y, c0, c1);
+}
+
+void matmulNNColumns(const float *x, const float *w, int64_t rows, int64_t n,
+                     int64_t k, float *y, int64_t c0, int64_t c1) {
+  gemmColumns(false, rows, k, n, x, w, y, c0, c1);
+}
+
+int64_t productColumnBlock(int64_t n, int64_t work) {
+  const int64_t blocks = (n + 15) / 16;
+  const int64_t parts = std::clamp<int64_t>(
+      n * work / kColumnPartWork, 1, std::min<int64_t>(threadCount(), blocks));
+  return (blocks + parts - 1) / parts * 16;
+}
+
 void setFewRowProducts(FewRowProducts how) {
   fewRowProducts.store(how, std::memory_order_relaxed);
 }

@@ -218,7 +218,7 @@ func.func @multi_tensor_sum(%a: tensor<2x4xf32>, %b: tensor<4xf32>) -> (tensor<4
 // -----
 
 func.func @epilogue_without_matmul(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{as an epilogue follows lru.matmul ops (nt or nn, of its loop's type) whose results it reads}}
+  // expected-error @+1 {{as an epilogue follows lru.matmul ops (nt or nn, of its loop's shape) whose results it reads}}
   %r = lru.fused(%a) {lru.epilogue} : (tensor<?x4xf32>) -> tensor<?x4xf32> {
   ^bb0(%x: tensor<?x4xf32>):
     %e = lru.exp %x : tensor<?x4xf32>
@@ -231,13 +231,28 @@ func.func @epilogue_without_matmul(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 func.func @epilogue_of_static_shape(%a: tensor<3x4xf32>, %w: tensor<4x4xf32>) -> tensor<3x4xf32> {
   %p = lru.matmul nt %a, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
-  // expected-error @+1 {{as an epilogue has no scan and loops over a batch-sized shape with a static last dim}}
+  // expected-error @+1 {{as an epilogue loops over a batch-sized shape with a static last dim, without a scan or with a scan of one step and no sums}}
   %r = lru.fused(%p) {lru.epilogue} : (tensor<3x4xf32>) -> tensor<3x4xf32> {
   ^bb0(%x: tensor<3x4xf32>):
     %e = lru.exp %x : tensor<3x4xf32>
     lru.yield %e : tensor<3x4xf32>
   }
   return %r : tensor<3x4xf32>
+}
+
+// -----
+
+// A scan along more than one step runs along time, not by the products'
+// rows or columns.
+func.func @epilogue_of_long_scan(%x: tensor<?x3x4xf32>, %w: tensor<4x4xf32>, %l: tensor<4xf32>) -> tensor<?x3x4xf32> {
+  %p = lru.matmul nt %x, %w : (tensor<?x3x4xf32>, tensor<4x4xf32>) -> tensor<?x3x4xf32>
+  // expected-error @+1 {{as an epilogue loops over a batch-sized shape with a static last dim, without a scan or with a scan of one step and no sums}}
+  %r = lru.fused(%l, %p) {lru.epilogue} : (tensor<4xf32>, tensor<?x3x4xf32>) -> tensor<?x3x4xf32> {
+  ^bb0(%lambda: tensor<4xf32>, %b: tensor<?x3x4xf32>):
+    %s = lru.scan %lambda, %b : (tensor<4xf32>, tensor<?x3x4xf32>) -> tensor<?x3x4xf32>
+    lru.yield %s : tensor<?x3x4xf32>
+  }
+  return %r : tensor<?x3x4xf32>
 }
 
 // -----

@@ -80,3 +80,27 @@ func.func @shared(%x: tensor<?x4xf32>, %v: tensor<4x4xf32>) -> (tensor<?x4xf32>,
   }
   return %a, %b : tensor<?x4xf32>, tensor<?x4xf32>
 }
+
+// -----
+
+// A scan of one step of each sequence (step mode) with its `B u` products:
+// an epilogue by channels, the products' columns. Its complex loop type has
+// the products' shape.
+// CHECK-LABEL: func.func @one_step_scan
+// CHECK: %[[RE:.*]] = lru.matmul nt %arg0, %arg1
+// CHECK-NEXT: %[[IM:.*]] = lru.matmul nt %arg0, %arg2
+// CHECK-NEXT: lru.fused(%arg3, %[[RE]], %[[IM]], %arg4) {lru.epilogue}
+func.func @one_step_scan(%u: tensor<?x1x4xf32>, %bre: tensor<3x4xf32>,
+                         %bim: tensor<3x4xf32>, %lambda: tensor<3xcomplex<f32>>,
+                         %carry: tensor<?x3xcomplex<f32>>)
+    -> tensor<?x1x3xcomplex<f32>> {
+  %re = lru.matmul nt %u, %bre : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x1x3xf32>
+  %im = lru.matmul nt %u, %bim : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x1x3xf32>
+  %x = lru.fused(%lambda, %re, %im, %carry) : (tensor<3xcomplex<f32>>, tensor<?x1x3xf32>, tensor<?x1x3xf32>, tensor<?x3xcomplex<f32>>) -> tensor<?x1x3xcomplex<f32>> {
+  ^bb0(%l: tensor<3xcomplex<f32>>, %a: tensor<?x1x3xf32>, %b: tensor<?x1x3xf32>, %c: tensor<?x3xcomplex<f32>>):
+    %bu = lru.complex %a, %b : tensor<?x1x3xf32> -> tensor<?x1x3xcomplex<f32>>
+    %s = lru.scan %l, %bu init %c : (tensor<3xcomplex<f32>>, tensor<?x1x3xcomplex<f32>>, tensor<?x3xcomplex<f32>>) -> tensor<?x1x3xcomplex<f32>>
+    lru.yield %s : tensor<?x1x3xcomplex<f32>>
+  }
+  return %x : tensor<?x1x3xcomplex<f32>>
+}

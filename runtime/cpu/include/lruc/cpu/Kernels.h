@@ -256,6 +256,18 @@ void matmulNTRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y);
 void matmulNNRows(const float *x, const float *w, int64_t row0, int64_t row1,
                   int64_t n, int64_t k, float *y);
+/// Columns [c0, c1) of matmulNT's y (of its n) and of matmulNN's (of its
+/// k), all rows, on the calling thread: step mode's scan computes its
+/// channels of `B u` in the part that scans them.
+void matmulNTColumns(const float *x, const float *w, int64_t rows, int64_t n,
+                     int64_t k, float *y, int64_t c0, int64_t c1);
+void matmulNNColumns(const float *x, const float *w, int64_t rows, int64_t n,
+                     int64_t k, float *y, int64_t c0, int64_t c1);
+/// The columns of a part when `n` columns of products, each `work`
+/// multiply-adds, are shared across lruc's threads by columns: whole
+/// 16-column blocks, a part as much work at least as matmulsTogether gives
+/// one.
+int64_t productColumnBlock(int64_t n, int64_t work);
 
 /// One product of matmulsTogether: matmulNT's arguments (nn false) or
 /// matmulNN's (nn true).
