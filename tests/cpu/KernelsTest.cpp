@@ -1362,8 +1362,9 @@ TEST(CpuThreads, ProductColumnBlocksShareWholeVectors) {
         EXPECT_LE(parts, threads);
         // A part is at least 2^14 multiply-adds, as matmulsTogether's are,
         // unless there is only one.
-        if (parts > 1)
+        if (parts > 1) {
           EXPECT_GE(n * work / parts, int64_t(1) << 14);
+        }
       }
   }
   lruc::cpu::setThreadCount(2);
