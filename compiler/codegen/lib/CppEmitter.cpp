@@ -462,8 +462,7 @@ private:
       return emitScanEpilogue(matmuls, *call);
     // With fewer parts than threads (step mode's few rows), each product
     // is better split across the threads on its own, as without epilogue.
-    os << "  if ((" << call->units << " + " << call->grain << " - 1) / "
-       << call->grain << " >= lruc::cpu::threadCount()) {\n";
+    writePartsForEveryThread(*call);
     // A part is a range of rows, or of chunks of rows for a group with sums.
     const emit::FusedLayout layout = emit::FusedLayout::of(op);
     std::string r0 = layout.sums ? layout.firstRowOf("begin") : "begin";
@@ -494,6 +493,13 @@ private:
     }
     os << "  }\n" << call->finish;
     return success();
+  }
+
+  /// `if (...) {`: whether the call has a part for every thread (else an
+  /// epilogue splits its products' columns).
+  void writePartsForEveryThread(const FusedCall &call) {
+    os << "  if ((" << call.units << " + " << call.grain << " - 1) / "
+       << call.grain << " >= lruc::cpu::threadCount()) {\n";
   }
 
   /// Whether an epilogue group's loop can run over a range of columns: a
@@ -546,8 +552,8 @@ private:
   /// cache line takes ~300 ns from one core to the other).
   LogicalResult emitScanEpilogue(ArrayRef<lru::MatmulOp> matmuls,
                                  const FusedCall &call) {
-    os << "  if ((" << call.units << " + " << call.grain << " - 1) / "
-       << call.grain << " >= lruc::cpu::threadCount()) {\n  "
+    writePartsForEveryThread(call);
+    os << "  "
        << (matmuls.size() > 1 ? matmulsTogetherCall(matmuls)
                               : matmulCall(matmuls.front(), ""))
        << "\n";
@@ -833,16 +839,14 @@ private:
         << ", j0 + block);\n"
         << "   const int64_t length = "
         << (lengths.empty() ? layout.steps : lengths + "[s]") << ";\n";
-      if (oneStep)
-        ;
-      else if (isComplex(scan.getType()))
+      if (!oneStep && isComplex(scan.getType()))
         k << "   float " << state << "re[" << last << "], " << state << "im["
           << last << "];\n"
           << "   for (int64_t j = j0; j < j1; ++j) {\n"
           << "    " << state << "re[j] = std::real(" << initValue << ");\n"
           << "    " << state << "im[j] = std::imag(" << initValue << ");\n"
           << "   }\n";
-      else
+      else if (!oneStep)
         k << "   float " << state << "[" << last << "];\n"
           << "   for (int64_t j = j0; j < j1; ++j)\n"
           << "    " << state << "[j] = " << initValue << ";\n";
