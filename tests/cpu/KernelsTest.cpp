@@ -832,18 +832,18 @@ TEST_F(CpuKernels, Matmul) {
   check("nt", {7}, {5, 7}, {5}); // a single row
   check("nt", {3, 0}, {4, 0}, {3, 4}); // nothing to sum: zeros
   // Few rows (step mode), in every form whatever OpenBLAS runs: lruc's dot
-  // products, 16 and 8 floats a vector, passes of up to 4 and 2 rows
-  // (weight rows in fours and one by one, k with and without a partial
-  // vector); calls of up to 4 rows, a partial last one, and (k = 1024)
-  // blocks of 32 weight rows with a partial last one; or sgemv per row.
-  // 33 rows take one call.
+  // products, 16 and 8 floats a vector, passes of up to 8 and 2 rows
+  // (weight rows in fours, in twos from 5 rows a pass, odd passes of 5 and
+  // 7 too, and one by one; k with and without a partial vector); calls of up to
+  // 4 rows, a partial last one, and (k = 1024) blocks of 32 weight rows with a
+  // partial last one; or sgemv per row. 33 rows take one call.
   using lruc::cpu::FewRowProducts;
   FewRowFormGuard formGuard;
   for (FewRowProducts how :
        {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2,
         FewRowProducts::SmallCalls, FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
-    for (int64_t rows : {1, 2, 3, 4, 5, 8, 33})
+    for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 33})
       for (int64_t n : {1, 19, 40})
         for (int64_t k : {9, 16, 128, 1024})
           check("nt", {rows, k}, {n, k}, {rows, n});
@@ -864,7 +864,7 @@ TEST_F(CpuKernels, MatmulFewRowsAtEveryAlignment) {
        {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2,
         FewRowProducts::SmallCalls, FewRowProducts::General}) {
     lruc::cpu::setFewRowProducts(how);
-    for (int64_t rows : {1, 2, 3, 4, 8})
+    for (int64_t rows : {1, 2, 3, 4, 7, 8})
       for (int64_t k : {16, 41, 48, 128})
         for (int64_t offset = 0; offset < 16; offset += 3) {
           const int64_t n = 21;

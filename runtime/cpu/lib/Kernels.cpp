@@ -515,12 +515,13 @@ struct Avx2Lanes {
 };
 
 #if defined(__AVX512F__)
-/// 16 floats a vector. Four rows a pass: 16 accumulators, 4 weight
-/// vectors and a row vector of the 32 registers.
+/// 16 floats a vector. Up to eight rows a pass: at most 16 accumulators
+/// (4 rows x 4 weight rows, 8 x 2), the weight vectors and a row vector of
+/// the 32 registers.
 struct Avx512Lanes {
   using Vector = __m512;
   static constexpr int64_t kWidth = 16;
-  static constexpr int kMostRows = 4;
+  static constexpr int kMostRows = 8;
   static Vector zero() { return _mm512_setzero_ps(); }
   static Vector load(const float *p) { return _mm512_loadu_ps(p); }
   static Vector loadFirst(const float *p, int64_t count) {
@@ -549,60 +550,78 @@ struct Avx512Lanes {
 constexpr int64_t kWeightPrefetch = 1024;
 
 /// y[r, j] = dot(x[r, :], w[j, :]) for r < M and j in [n0, n1), w [n, k]
-/// and x [M, k] row-major: four weight rows at a time, a vector of each per
-/// load, M x 4 vector accumulators, a shorter load for k's tail. Step mode
+/// and x [M, k] row-major: C (4, or 2 for more than 4 rows, whose M x 4
+/// accumulators would not fit the registers) weight rows at a time, a
+/// vector of each per load, M x C vector accumulators, a shorter load for
+/// k's tail. Step mode
 /// is bound by reading the weights: on one core of a 2-core AMD EPYC (Zen
 /// 5) the AVX-512 form read them at 97-99 GB/s from L3 without the
 /// prefetch (a plain sum of the same bytes: 101), where OpenBLAS's sgemv
 /// per row reads 78-80 and, from two rows on, reads them once per row.
-template <class Lanes, int M>
+template <class Lanes, int M, int C = 4>
 void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
                    int64_t n1, float *y, int64_t ldy) {
+  static_assert(C == 4 || C == 2, "four or two weight rows a pass");
   using Vector = typename Lanes::Vector;
   constexpr int64_t W = Lanes::kWidth;
   const int64_t whole = k / W * W, tail = k - whole;
   auto full = [](const float *p) { return Lanes::load(p); };
   auto first = [tail](const float *p) { return Lanes::loadFirst(p, tail); };
-  // acc[r][c] += wv[c] * x[r, i...] for the four weight rows c, each row r.
-  auto multiplyAdd = [&](Vector(&acc)[M][4], const Vector(&wv)[4], int64_t i,
+  // acc[r][c] += wv[c] * x[r, i...] for the C weight rows c, each row r.
+  auto multiplyAdd = [&](Vector(&acc)[M][C], const Vector(&wv)[C], int64_t i,
                          auto load) {
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < M; ++r) {
       Vector xv = inRegister(load(x + r * k + i));
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c)
+      for (int c = 0; c < C; ++c)
         acc[r][c] = Lanes::multiplyAdd(wv[c], xv, acc[r][c]);
     }
   };
   int64_t j = n0;
-  for (; j + 4 <= n1; j += 4) {
+  for (; j + C <= n1; j += C) {
     const float *rows = w + j * k;
-    Vector acc[M][4];
-#pragma GCC unroll 4
+    Vector acc[M][C];
+#pragma GCC unroll 8
     for (int r = 0; r < M; ++r)
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c)
+      for (int c = 0; c < C; ++c)
         acc[r][c] = Lanes::zero();
     for (int64_t i = 0; i < whole; i += W) {
-      for (int c = 0; c < 4; ++c)
+      Vector wv[C];
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
         _mm_prefetch(reinterpret_cast<const char *>(rows + c * k + i +
                                                     kWeightPrefetch),
                      _MM_HINT_T0);
-      const Vector wv[4] = {inRegister(full(rows + i)),
-                            inRegister(full(rows + k + i)),
-                            inRegister(full(rows + 2 * k + i)),
-                            inRegister(full(rows + 3 * k + i))};
+        wv[c] = inRegister(full(rows + c * k + i));
+      }
       multiplyAdd(acc, wv, i, full);
     }
     if (tail) {
-      const Vector wv[4] = {first(rows + whole), first(rows + k + whole),
-                            first(rows + 2 * k + whole),
-                            first(rows + 3 * k + whole)};
+      Vector wv[C];
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c)
+        wv[c] = first(rows + c * k + whole);
       multiplyAdd(acc, wv, whole, first);
     }
+    if constexpr (C == 4) {
+#pragma GCC unroll 8
+      for (int r = 0; r < M; ++r)
+        _mm_storeu_ps(y + r * ldy + j, Lanes::sumsOfFour(acc[r]));
+    } else {
+      // Two rows' two sums in one vector: y[r, j..j+1], then y[r + 1, ...].
 #pragma GCC unroll 4
-    for (int r = 0; r < M; ++r)
-      _mm_storeu_ps(y + r * ldy + j, Lanes::sumsOfFour(acc[r]));
+      for (int r = 0; r < M; r += 2) {
+        const Vector four[4] = {acc[r][0], acc[r][1],
+                                r + 1 < M ? acc[r + 1][0] : Lanes::zero(),
+                                r + 1 < M ? acc[r + 1][1] : Lanes::zero()};
+        const __m128 sums = Lanes::sumsOfFour(four);
+        _mm_storel_pi(reinterpret_cast<__m64 *>(y + r * ldy + j), sums);
+        if (r + 1 < M)
+          _mm_storeh_pi(reinterpret_cast<__m64 *>(y + (r + 1) * ldy + j), sums);
+      }
+    }
   }
   for (; j < n1; ++j) { // the last weight rows, one at a time
     Vector acc[M];
@@ -640,11 +659,27 @@ void dotProductRowsWith(const float *a, const float *b, int64_t n, int64_t k,
         dotProductsNT<Lanes, 2>(x, b, k, b0, b1, y, n);
         break;
       default:
-        if constexpr (Lanes::kMostRows >= 4) {
-          if (m1 - r == 3)
+        if constexpr (Lanes::kMostRows >= 8) {
+          switch (m1 - r) {
+          case 3:
             dotProductsNT<Lanes, 3>(x, b, k, b0, b1, y, n);
-          else
+            break;
+          case 4:
             dotProductsNT<Lanes, 4>(x, b, k, b0, b1, y, n);
+            break;
+          case 5:
+            dotProductsNT<Lanes, 5, 2>(x, b, k, b0, b1, y, n);
+            break;
+          case 6:
+            dotProductsNT<Lanes, 6, 2>(x, b, k, b0, b1, y, n);
+            break;
+          case 7:
+            dotProductsNT<Lanes, 7, 2>(x, b, k, b0, b1, y, n);
+            break;
+          default:
+            dotProductsNT<Lanes, 8, 2>(x, b, k, b0, b1, y, n);
+            break;
+          }
         }
         break;
       }
