@@ -839,17 +839,19 @@ private:
         << ", j0 + block);\n"
         << "   const int64_t length = "
         << (lengths.empty() ? layout.steps : lengths + "[s]") << ";\n";
-      if (!oneStep && isComplex(scan.getType()))
-        k << "   float " << state << "re[" << last << "], " << state << "im["
-          << last << "];\n"
-          << "   for (int64_t j = j0; j < j1; ++j) {\n"
-          << "    " << state << "re[j] = std::real(" << initValue << ");\n"
-          << "    " << state << "im[j] = std::imag(" << initValue << ");\n"
-          << "   }\n";
-      else if (!oneStep)
-        k << "   float " << state << "[" << last << "];\n"
-          << "   for (int64_t j = j0; j < j1; ++j)\n"
-          << "    " << state << "[j] = " << initValue << ";\n";
+      if (!oneStep) {
+        if (isComplex(scan.getType()))
+          k << "   float " << state << "re[" << last << "], " << state << "im["
+            << last << "];\n"
+            << "   for (int64_t j = j0; j < j1; ++j) {\n"
+            << "    " << state << "re[j] = std::real(" << initValue << ");\n"
+            << "    " << state << "im[j] = std::imag(" << initValue << ");\n"
+            << "   }\n";
+        else
+          k << "   float " << state << "[" << last << "];\n"
+            << "   for (int64_t j = j0; j < j1; ++j)\n"
+            << "    " << state << "[j] = " << initValue << ";\n";
+      }
       k << sumDeclarations << "   for (int64_t k = 0; k < " << layout.steps
         << "; ++k) {\n"
         << "    const int64_t t = "
