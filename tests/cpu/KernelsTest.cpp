@@ -832,9 +832,9 @@ TEST_F(CpuKernels, Matmul) {
   check("nt", {7}, {5, 7}, {5}); // a single row
   check("nt", {3, 0}, {4, 0}, {3, 4}); // nothing to sum: zeros
   // Few rows (step mode), in every form whatever OpenBLAS runs: lruc's dot
-  // products, 16 and 8 floats a vector, passes of up to 8 and 2 rows
-  // (weight rows in fours, in twos from 5 rows a pass, odd passes of 5 and
-  // 7 too, and one by one; k with and without a partial vector); calls of up to
+  // products, 16 and 8 floats a vector, passes of up to 8 and 4 rows
+  // (weight rows in fours, in twos from 5 and 3 rows a pass, odd passes
+  // too, and one by one; k with and without a partial vector); calls of up to
   // 4 rows, a partial last one, and (k = 1024) blocks of 32 weight rows with a
   // partial last one; or sgemv per row. 33 rows take one call.
   using lruc::cpu::FewRowProducts;

@@ -486,12 +486,14 @@ inline __m128 sumsOfFour(const __m256 (&v)[4]) {
                     _mm256_extractf128_ps(pairs, 1));
 }
 
-/// 8 floats a vector. Two rows a pass: their 8 accumulators, 4 weight
-/// vectors and a row vector take 13 of the 16 registers.
+/// 8 floats a vector. Up to four rows a pass: at most 8 accumulators (2
+/// rows x 4 weight rows, 4 x 2), the weight vectors and a row vector of
+/// the 16 registers.
 struct Avx2Lanes {
   using Vector = __m256;
   static constexpr int64_t kWidth = 8;
-  static constexpr int kMostRows = 2;
+  static constexpr int kMostRows = 4;
+  static constexpr int columnsFor(int rows) { return rows <= 2 ? 4 : 2; }
   static Vector zero() { return _mm256_setzero_ps(); }
   static Vector load(const float *p) { return _mm256_loadu_ps(p); }
   /// The first `count` (< kWidth) floats at p, zeros after.
@@ -522,6 +524,7 @@ struct Avx512Lanes {
   using Vector = __m512;
   static constexpr int64_t kWidth = 16;
   static constexpr int kMostRows = 8;
+  static constexpr int columnsFor(int rows) { return rows <= 4 ? 4 : 2; }
   static Vector zero() { return _mm512_setzero_ps(); }
   static Vector load(const float *p) { return _mm512_loadu_ps(p); }
   static Vector loadFirst(const float *p, int64_t count) {
@@ -638,6 +641,17 @@ void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
   }
 }
 
+/// dotProductsNT for `rows` (1 to M) rows, with the weight rows a pass
+/// that Lanes' registers hold for that many.
+template <class Lanes, int M = Lanes::kMostRows>
+void dotProductsOf(int64_t rows, const float *x, const float *w, int64_t k,
+                   int64_t n0, int64_t n1, float *y, int64_t ldy) {
+  if constexpr (M > 1)
+    if (rows < M)
+      return dotProductsOf<Lanes, M - 1>(rows, x, w, k, n0, n1, y, ldy);
+  dotProductsNT<Lanes, M, Lanes::columnsFor(M)>(x, w, k, n0, n1, y, ldy);
+}
+
 /// Rows [m0, m1) and columns [n0, n1) of C[m, n] = A B^T, A [m, k] and
 /// B [n, k] row-major, through dotProductsNT: up to Lanes::kMostRows rows
 /// at a time, over blocks of B that stay in L2 for the next rows.
@@ -648,42 +662,9 @@ void dotProductRowsWith(const float *a, const float *b, int64_t n, int64_t k,
   const int64_t block = std::max<int64_t>(4, (int64_t(1) << 15) / k / 4 * 4);
   for (int64_t b0 = n0; b0 < n1; b0 += block) {
     const int64_t b1 = std::min(n1, b0 + block);
-    for (int64_t r = m0; r < m1; r += Lanes::kMostRows) {
-      const float *x = a + r * k;
-      float *y = c + r * n;
-      switch (std::min<int64_t>(Lanes::kMostRows, m1 - r)) {
-      case 1:
-        dotProductsNT<Lanes, 1>(x, b, k, b0, b1, y, n);
-        break;
-      case 2:
-        dotProductsNT<Lanes, 2>(x, b, k, b0, b1, y, n);
-        break;
-      default:
-        if constexpr (Lanes::kMostRows >= 8) {
-          switch (m1 - r) {
-          case 3:
-            dotProductsNT<Lanes, 3>(x, b, k, b0, b1, y, n);
-            break;
-          case 4:
-            dotProductsNT<Lanes, 4>(x, b, k, b0, b1, y, n);
-            break;
-          case 5:
-            dotProductsNT<Lanes, 5, 2>(x, b, k, b0, b1, y, n);
-            break;
-          case 6:
-            dotProductsNT<Lanes, 6, 2>(x, b, k, b0, b1, y, n);
-            break;
-          case 7:
-            dotProductsNT<Lanes, 7, 2>(x, b, k, b0, b1, y, n);
-            break;
-          default:
-            dotProductsNT<Lanes, 8, 2>(x, b, k, b0, b1, y, n);
-            break;
-          }
-        }
-        break;
-      }
-    }
+    for (int64_t r = m0; r < m1; r += Lanes::kMostRows)
+      dotProductsOf<Lanes>(std::min<int64_t>(Lanes::kMostRows, m1 - r),
+                           a + r * k, b, k, b0, b1, c + r * n, n);
   }
 }
 
