@@ -553,15 +553,15 @@ struct Avx512Lanes {
 constexpr int64_t kWeightPrefetch = 1024;
 
 /// y[r, j] = dot(x[r, :], w[j, :]) for r < M and j in [n0, n1), w [n, k]
-/// and x [M, k] row-major: C (4, or 2 for more than 4 rows, whose M x 4
-/// accumulators would not fit the registers) weight rows at a time, a
-/// vector of each per load, M x C vector accumulators, a shorter load for
-/// k's tail. Step mode
-/// is bound by reading the weights: on one core of a 2-core AMD EPYC (Zen
-/// 5) the AVX-512 form read them at 97-99 GB/s from L3 without the
-/// prefetch (a plain sum of the same bytes: 101), where OpenBLAS's sgemv
-/// per row reads 78-80 and, from two rows on, reads them once per row.
-template <class Lanes, int M, int C = 4>
+/// and x [M, k] row-major: C weight rows at a time (Lanes::columnsFor(M):
+/// 4, or 2 where M x 4 accumulators would not fit the registers), a vector
+/// of each per load, M x C vector accumulators, a shorter load for k's
+/// tail. Step mode is bound by reading the weights: on one core of a
+/// 2-core AMD EPYC (Zen 5) the AVX-512 form read them at 97-99 GB/s from
+/// L3 without the prefetch (a plain sum of the same bytes: 101), where
+/// OpenBLAS's sgemv per row reads 78-80 and, from two rows on, reads them
+/// once per row.
+template <class Lanes, int M, int C>
 void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
                    int64_t n1, float *y, int64_t ldy) {
   static_assert(C == 4 || C == 2, "four or two weight rows a pass");
