@@ -1,6 +1,6 @@
 //===- BenchTrainStep.cpp - A model library's speed on this CPU -----------===//
 //
-//   lruc-bench-cpu model.so BATCH ITERS
+//   lruc-bench-cpu model.so BATCH ITERS [fp32|bf16]
 //
 // Times forward (eval), train_step, the same batch as two accumulated
 // micro-batches and (when the model has one) step mode of a model library
@@ -11,7 +11,9 @@
 // time goes: per kind of op, its time, its share, and its rate as a
 // fraction of the limit that bounds it (sgemm for matmuls, memcpy
 // bandwidth for the rest, counting each operand read and result written
-// once), then the slowest ops with their places in the model file.
+// once), then the slowest ops with their places in the model file. With
+// bf16, the library's large products and the sgemm limit's take bfloat16
+// inputs (lruc::cpu::MatmulPrecision).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +42,8 @@ using lruc::bench::RandomInputs;
 using lruc::bench::seconds;
 
 int usage() {
-  std::fprintf(stderr, "usage: lruc-bench-cpu model.so BATCH ITERS\n");
+  std::fprintf(stderr,
+               "usage: lruc-bench-cpu model.so BATCH ITERS [fp32|bf16]\n");
   return 2;
 }
 
@@ -68,11 +71,12 @@ struct KindTotal {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 4)
+  if (argc != 4 && argc != 5)
     return usage();
   int64_t batch = std::atoll(argv[2]);
   int iters = std::atoi(argv[3]);
-  if (batch <= 0 || iters <= 0)
+  const std::string precision = argc == 5 ? argv[4] : "fp32";
+  if (batch <= 0 || iters <= 0 || (precision != "fp32" && precision != "bf16"))
     return usage();
   void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -86,6 +90,21 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "lruc-bench-cpu: %s is not an lruc model library "
                          "of ABI v%u\n", argv[1], LRUC_ABI_VERSION);
     return 1;
+  }
+
+  if (precision == "bf16") {
+    auto setMatmul = reinterpret_cast<int (*)(int, char *, size_t)>(
+        dlsym(handle, "lruc_cpu_set_matmul"));
+    char why[512] = "";
+    std::string own;
+    if (!setMatmul || setMatmul(1, why, sizeof why) ||
+        !lruc::cpu::setMatmulPrecision(lruc::cpu::MatmulPrecision::Bf16, own)) {
+      std::fprintf(stderr, "lruc-bench-cpu: bf16: %s\n",
+                   !setMatmul ? "the library has no lruc_cpu_set_matmul"
+                   : *why     ? why
+                              : own.c_str());
+      return 1;
+    }
   }
 
   int64_t steps = 1;
@@ -151,9 +170,15 @@ int main(int argc, char **argv) {
 
   std::printf("model %s, batch %lld, %lld steps per sequence\n", m->name,
               (long long)batch, (long long)steps);
-  std::printf("limits (this run): sgemm %.1f GFLOP/s (OpenBLAS %s kernels), "
-              "memcpy %.1f GB/s (read + write)\n",
-              sgemmGflops, openblas_get_corename(), copyGBs);
+  std::printf(
+      "limits (this run): sgemm %.1f GFLOP/s (%s), "
+      "memcpy %.1f GB/s (read + write)\n",
+      sgemmGflops,
+      precision == "bf16"
+          ? "bfloat16 inputs, oneDNN"
+          : ("OpenBLAS " + std::string(openblas_get_corename()) + " kernels")
+                .c_str(),
+      copyGBs);
   std::printf("forward     %9.1f ms  %10.0f tokens/s\n", forwardTime * 1e3,
               double(batch * steps) / forwardTime);
   std::printf("train_step  %9.1f ms  %10.0f tokens/s  %.2f steps/s\n",

@@ -1608,3 +1608,136 @@ TEST(StepConstantsLease, IsCurrentOnlyForTheBitsItWasComputedFrom) {
 }
 
 } // namespace
+
+// MatmulPrecision::Bf16: products of at least 64 rows a part and 2^18
+// multiply-adds take their inputs rounded to bfloat16 and sum in fp32, in
+// every layout and split (rows across threads, a weight gradient's split k,
+// an epilogue's rows on the calling thread); smaller ones stay fp32. Each
+// result is compared with two fp64 sums: of the bfloat16-rounded inputs,
+// which it must match to fp32's rounding (1e-5 of sum |a| |b|), and of the
+// inputs as they are, which it must miss by ten times more (the rounding
+// happened).
+namespace {
+
+struct MatmulPrecisionGuard {
+  ~MatmulPrecisionGuard() {
+    std::string error;
+    lruc::cpu::setMatmulPrecision(lruc::cpu::MatmulPrecision::Fp32, error);
+  }
+};
+
+/// x rounded to the nearest bfloat16, ties to even, as a float.
+float bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  uint32_t lsb = (bits >> 16) & 1u;
+  bits = (bits + 0x7fffu + lsb) & 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+
+/// The largest |y - op(A) op(B)| over y, with the inputs as given (or
+/// rounded), relative to max sum |a| |b|; y [m, n] dense.
+double worstError(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  const std::vector<float> &a, const std::vector<float> &b,
+                  const std::vector<float> &y, bool rounded) {
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        float x = a[size_t(transA ? p * m + i : i * k + p)];
+        float w = b[size_t(transB ? j * k + p : p * n + j)];
+        if (rounded)
+          x = bf16(x), w = bf16(w);
+        sum += double(x) * double(w);
+        magnitude += std::abs(double(x) * double(w));
+      }
+      worst = std::max(worst, std::abs(double(y[size_t(i * n + j)]) - sum));
+      scale = std::max(scale, magnitude);
+    }
+  return worst / scale;
+}
+
+} // namespace
+
+TEST(CpuMatmulPrecision, Bf16ProductsRoundTheirInputs) {
+  MatmulPrecisionGuard precisionGuard;
+  ThreadCountGuard threadGuard;
+  std::string error;
+  if (!lruc::cpu::setMatmulPrecision(lruc::cpu::MatmulPrecision::Bf16, error)) {
+    // Refused with a reason, the products still fp32 (where oneDNN or the
+    // CPU's bfloat16 arithmetic is missing; lru-train-bf16-unavailable.test).
+    EXPECT_NE(error.find("bfloat16 matrix products are unavailable: "),
+              std::string::npos);
+    EXPECT_EQ(lruc::cpu::matmulPrecision(), lruc::cpu::MatmulPrecision::Fp32);
+    GTEST_SKIP() << error;
+  }
+  EXPECT_EQ(lruc::cpu::matmulPrecision(), lruc::cpu::MatmulPrecision::Bf16);
+  lruc::cpu::setThreadCount(2);
+  enum Kind { NT, NN, TN, NTRows, NNRows };
+  auto check = [&](Kind kind, int64_t rows, int64_t n, int64_t k,
+                   bool expectBf16) {
+    SCOPED_TRACE("kind " + std::to_string(int(kind)) + ", rows " +
+                 std::to_string(rows) + ", n " + std::to_string(n) + ", k " +
+                 std::to_string(k));
+    // The product as C[m, p] = op(A)[m, q] op(B)[q, p].
+    const bool transA = kind == TN, transB = kind == NT || kind == NTRows;
+    const int64_t m = kind == TN ? n : rows;
+    const int64_t p = kind == TN ? k : kind == NN || kind == NNRows ? k : n;
+    const int64_t q = kind == TN ? rows : kind == NN || kind == NNRows ? n : k;
+    std::vector<float> a = values<float>(m * q, 0.3);
+    std::vector<float> b = values<float>(q * p, 1.7);
+    std::vector<float> y(size_t(m * p), -7.0f);
+    a[1] = 1.01171875f; // halfway between two bfloat16s: rounds to even
+    switch (kind) {
+    case NT:
+      lruc::cpu::matmulNT(a.data(), b.data(), rows, n, k, y.data());
+      break;
+    case NN:
+      lruc::cpu::matmulNN(a.data(), b.data(), rows, n, k, y.data());
+      break;
+    case TN:
+      lruc::cpu::matmulTN(a.data(), b.data(), rows, n, k, y.data());
+      break;
+    case NTRows:
+    case NNRows:
+      // An epilogue's parts: two ranges of rows on this thread.
+      for (auto [r0, r1] :
+           {std::pair<int64_t, int64_t>{0, rows / 2}, {rows / 2, rows}})
+        (kind == NTRows ? lruc::cpu::matmulNTRows : lruc::cpu::matmulNNRows)(
+            a.data(), b.data(), r0, r1, n, k, y.data());
+      break;
+    }
+    const double toRounded = worstError(transA, transB, m, p, q, a, b, y, true);
+    const double toExact = worstError(transA, transB, m, p, q, a, b, y, false);
+    if (expectBf16) {
+      EXPECT_LE(toRounded, 1e-5);
+      EXPECT_GT(toExact, 10 * toRounded);
+    } else {
+      EXPECT_LE(toExact, 1e-5);
+    }
+  };
+  check(NT, 300, 70, 130, true); // 150 rows a thread
+  check(NN, 257, 90, 65, true);
+  check(TN, 500, 96, 80, true);  // y [96, 80]: rows split
+  check(TN, 8200, 96, 80, true); // k split in two, each part bfloat16
+  check(NTRows, 200, 48, 100, true);
+  check(NNRows, 200, 100, 48, true);
+  check(NT, 60, 70, 130, false); // fewer than 64 rows: fp32
+  check(NT, 300, 3, 10, false);  // too little work a part: fp32
+  // A NaN stays a NaN through the rounding.
+  std::vector<float> a = values<float>(256 * 64, 0.3);
+  std::vector<float> w = values<float>(64 * 64, 1.7), y(256 * 64);
+  a[5] = std::numeric_limits<float>::quiet_NaN();
+  lruc::cpu::matmulNT(a.data(), w.data(), 256, 64, 64, y.data());
+  EXPECT_TRUE(std::isnan(y[3]));
+  EXPECT_FALSE(std::isnan(y[64]));
+  // Back to fp32: the same product exact again.
+  ASSERT_TRUE(
+      lruc::cpu::setMatmulPrecision(lruc::cpu::MatmulPrecision::Fp32, error));
+  std::vector<float> b = values<float>(130 * 70, 1.7);
+  std::vector<float> x = values<float>(300 * 130, 0.3), z(300 * 70);
+  lruc::cpu::matmulNT(x.data(), b.data(), 300, 70, 130, z.data());
+  EXPECT_LE(worstError(false, true, 300, 70, 130, x, b, z, false), 1e-5);
+}

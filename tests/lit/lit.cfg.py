@@ -35,6 +35,21 @@ llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_to
 if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
     config.available_features.add("fashion-mnist")
 
+# The CPU's bfloat16 products (--matmul bf16): oneDNN loads and the CPU
+# multiplies bfloat16 (AMX or AVX512-BF16). Tests of the error elsewhere
+# require its absence.
+def cpu_multiplies_bf16():
+    import ctypes
+    try:
+        ctypes.CDLL("libdnnl.so.2")
+    except OSError:
+        return False
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = cpuinfo.read().split()
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+if cpu_multiplies_bf16():
+    config.available_features.add("cpu-bf16")
+
 # tests/lit/reference: PyTorch and JAX side by side with lruc, where the
 # reference Python (bench/reference/setup.sh) has them.
 config.substitutions.append(("%reference_python", config.reference_python))

@@ -12,6 +12,8 @@
 
 #include "lruc/cpu/Kernels.h"
 
+#include "Bf16Products.h"
+
 #include "lruc/core/Random.h"
 
 #include <cblas.h>
@@ -780,6 +782,17 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     }
     return;
   }
+  // Below these sizes rounding op(B) for the part would cost more than
+  // the faster products save; a sum shorter than an AMX tile's 32 terms
+  // gains nothing (a model's input features: k = 3).
+  constexpr int64_t kBf16LeastRows = 64, kBf16LeastColumns = 16,
+                    kBf16LeastSum = 32, kBf16LeastWork = int64_t(1) << 18;
+  if (detail::bf16ProductsOn() && m1 - m0 >= kBf16LeastRows &&
+      n1 - n0 >= kBf16LeastColumns && k >= kBf16LeastSum &&
+      (m1 - m0) * (n1 - n0) * k >= kBf16LeastWork &&
+      detail::bf16Product(transA, transB, m1 - m0, n1 - n0, k, rows, lda,
+                          columns, ldb, c + m0 * n + n0, n))
+    return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
               blasint(n1 - n0), blasint(k), 1.0f, rows, lda, columns, ldb,

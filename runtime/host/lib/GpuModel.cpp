@@ -55,12 +55,14 @@ std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
                                                   const std::string &device,
                                                   const char *tool,
                                                   Matmul matmul) {
-  auto onCpu = [&] {
+  auto onCpu = [&]() -> std::unique_ptr<GpuModel> {
     if (matmul == Matmul::tf32)
       std::fprintf(stderr,
                    "%s: warning: --matmul tf32 is for a GPU; on the CPU the "
                    "products are fp32\n",
                    tool);
+    else if (matmul == Matmul::bf16) // fp32: a library's products already
+      library.setCpuMatmul(matmul);
     return nullptr;
   };
   if (device == "cpu")
@@ -73,6 +75,9 @@ std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
                                   library.path().string(), whyNot));
     return onCpu();
   }
+  if (matmul == Matmul::bf16)
+    throw HostError("--matmul bf16 is for the CPU (AMX, AVX512-BF16); on a "
+                    "GPU use --matmul tf32, or --device cpu");
   gpu->setMatmul(matmul);
   std::string cache = kernelCacheDirectory();
   std::fprintf(stderr,

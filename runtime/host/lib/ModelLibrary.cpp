@@ -400,6 +400,32 @@ void *ModelLibrary::findSymbol(const char *name) const {
   return dlsym(handle_, name);
 }
 
+Matmul matmulNamed(const std::string &name) {
+  if (name == "fp32")
+    return Matmul::fp32;
+  if (name == "tf32")
+    return Matmul::tf32;
+  if (name == "bf16")
+    return Matmul::bf16;
+  throw HostError(
+      fmt::format("matmul {}: unknown (known: fp32, tf32, bf16)", name));
+}
+
+void ModelLibrary::setCpuMatmul(Matmul matmul) const {
+  if (matmul == Matmul::tf32)
+    throw HostError("tf32 matrix products are a GPU's; the CPU's are fp32 "
+                    "or bf16");
+  auto set = reinterpret_cast<int (*)(int, char *, size_t)>(
+      findSymbol("lruc_cpu_set_matmul"));
+  if (!set)
+    throw HostError(fmt::format("{}: has no lruc_cpu_set_matmul (built by an "
+                                "older lruc: build it again)",
+                                path_.string()));
+  char error[512] = "";
+  if (set(matmul == Matmul::bf16, error, sizeof error))
+    fail("lruc_cpu_set_matmul", error);
+}
+
 void ModelLibrary::fail(std::string_view entry, const char *message) const {
   throw HostError(fmt::format("{}: {}: {}", path_.string(), entry,
                               *message ? message : "failed (no message)"));

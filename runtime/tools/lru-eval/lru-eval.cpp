@@ -2,7 +2,7 @@
 //
 //   lru-eval model.so CHECKPOINT [--split test|val|train] [--data DIR]
 //            [--batch N] [--max-eval N] [--threads N] [--device cpu|gpu|auto]
-//            [--matmul fp32|tf32] [--confusion]
+//            [--matmul fp32|tf32|bf16] [--confusion]
 //            [--dump-batch FILE.safetensors --batch-index I [--grads]]
 //            [--stream I [--stream-every N]]
 //
@@ -432,7 +432,7 @@ int evalMain(int argc, char **argv) {
                                 library.path().string(), m.stepUnavailable));
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
-                              devices.tf32() ? Matmul::tf32 : Matmul::fp32);
+                              matmulNamed(devices.matmulOrFp32()));
   if (gpu) {
     gpu->reserve(streamIndex ? 1 : batch);
     gpu->evaluateCheckpoint(checkpoint);

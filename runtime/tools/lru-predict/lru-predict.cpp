@@ -3,7 +3,7 @@
 //   lru-predict model.so CHECKPOINT INPUTS.safetensors -o OUT.safetensors
 //               [--stream [--carry-in FILE] [--carry-out FILE]]
 //               [--batch N] [--threads N]
-//               [--device cpu|gpu|auto] [--matmul fp32|tf32]
+//               [--device cpu|gpu|auto] [--matmul fp32|tf32|bf16]
 //
 // Runs the checkpoint in eval mode (running statistics, no dropout) on the
 // examples of INPUTS, a safetensors file holding one tensor per model input
@@ -365,7 +365,7 @@ int predictMain(int argc, char **argv) {
 
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, devices.deviceOrAuto(), kTool,
-                              devices.tf32() ? Matmul::tf32 : Matmul::fp32);
+                              matmulNamed(devices.matmulOrFp32()));
   if (gpu) {
     gpu->reserve(std::min(batch, examples.rows));
     gpu->evaluateCheckpoint(checkpoint);

@@ -3,7 +3,7 @@
 //   lru-train model.so [--data DIR] [--batch N] [--steps N | --epochs N]
 //             [--lr X] [--seed N] [--eval-every N] [--out DIR] [--resume]
 //             [--init-from CHECKPOINT]
-//             [--device cpu|gpu|auto] [--matmul fp32|tf32] [--threads N]
+//             [--device cpu|gpu|auto] [--matmul fp32|tf32|bf16] [--threads N]
 //             [--max-train N]
 //             [--max-eval N] ...
 //
@@ -937,7 +937,7 @@ int trainMain(int argc, char **argv) {
   // has one, else the CPU.
   std::unique_ptr<GpuModel> gpu =
       GpuModel::openForDevice(library, f.devices.deviceOrAuto(), kTool,
-                              f.devices.tf32() ? Matmul::tf32 : Matmul::fp32);
+                              matmulNamed(f.devices.matmulOrFp32()));
 
   const TrainSettings base = manifest.train.value_or(TrainSettings{});
   RunSettings s = settingsFrom(base, f, libraryName);
@@ -1008,8 +1008,9 @@ int trainMain(int argc, char **argv) {
         fmt::format("{}: cannot create: {}", out.string(), ec.message()));
   removeStaleTemporaries(out);
 
-  std::string device =
-      fmt::format("cpu ({} thread{})", threads, threads == 1 ? "" : "s");
+  std::string device = fmt::format(
+      "cpu ({} thread{}{})", threads, threads == 1 ? "" : "s",
+      f.devices.matmulOrFp32() == "bf16" ? ", bfloat16 products" : "");
   if (gpu)
     device = "gpu: " + gpu->deviceDescription();
   Trainer trainer(library, s, data, out, threads, gpu.get());
@@ -1030,8 +1031,8 @@ int trainMain(int argc, char **argv) {
   config["validation"] = data.validationSource();
   config["threads"] = threads;
   config["device"] = device;
-  if (gpu)
-    config["matmul"] = f.devices.matmul.value_or("fp32");
+  if (gpu || f.devices.matmulOrFp32() == "bf16")
+    config["matmul"] = f.devices.matmulOrFp32();
   writeFileAtomically(out / "config.json", config.dump(2) + "\n");
 
   std::fprintf(

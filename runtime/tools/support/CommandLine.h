@@ -55,7 +55,7 @@ private:
   std::vector<Flag> flags_;
 };
 
-/// `--device cpu|gpu|auto` and `--matmul fp32|tf32`, as every tool that
+/// `--device cpu|gpu|auto` and `--matmul fp32|tf32|bf16`, as every tool that
 /// runs a model takes them.
 struct DeviceFlags {
   std::optional<std::string> device, matmul;
@@ -65,7 +65,7 @@ struct DeviceFlags {
   /// Throws UsageError on a value neither flag knows.
   void check() const;
   std::string deviceOrAuto() const { return device.value_or("auto"); }
-  bool tf32() const { return matmul == "tf32"; }
+  std::string matmulOrFp32() const { return matmul.value_or("fp32"); }
 };
 
 /// `--threads N`'s value, or one thread per core when not given.

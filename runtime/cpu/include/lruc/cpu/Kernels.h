@@ -285,6 +285,24 @@ struct Matmul {
 /// by rows as matmulNT splits it.
 void matmulsTogether(std::initializer_list<Matmul> products);
 
+/// The arithmetic of the matrix products above. Fp32 (the default): fp32
+/// inputs and sums (OpenBLAS, lruc's dot products). Bf16: a product part
+/// of at least 64 rows, 16 columns, sums of 32 terms and 2^18
+/// multiply-adds has its inputs rounded to
+/// bfloat16 (8 bits of mantissa, to nearest) and its sums in fp32, through
+/// oneDNN (libdnnl.so.2, opened at run time) on AMX or AVX512-BF16: about
+/// twice the fp32 rate on such CPUs, each product within ~2^-8 of
+/// sum |x| |w| of fp32's. Smaller parts (step mode's few rows) stay fp32.
+/// One setting for the whole library (every thread, every call).
+enum class MatmulPrecision { Fp32, Bf16 };
+/// False, with the reason in `error` and the setting unchanged, when this
+/// machine or build cannot multiply bfloat16 (no oneDNN, a CPU without
+/// AMX or AVX512-BF16). Call when no kernel is running. Also exported from
+/// model libraries as `extern "C" int lruc_cpu_set_matmul(int bf16, char
+/// *error, size_t error_size)` (0 on success).
+bool setMatmulPrecision(MatmulPrecision precision, std::string &error);
+MatmulPrecision matmulPrecision();
+
 /// How matmulNT multiplies 1 to 32 rows (step mode's batch) by a weight:
 /// DotProducts, lruc's own kernel of the build's vector width, reading the
 /// weight once for every 4 rows (AVX-512) or 2 (AVX2 and FMA; elsewhere as

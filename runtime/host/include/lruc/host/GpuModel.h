@@ -45,12 +45,6 @@ struct Graph;
 
 namespace lruc::host {
 
-/// The arithmetic of a GPU model's matrix products: fp32, the CPU
-/// library's; or tf32, on tensor cores (inputs rounded to 10 bits of
-/// mantissa, sums in fp32: what JAX's default precision and PyTorch's
-/// allow_tf32 give), several times faster.
-enum class Matmul { fp32, tf32 };
-
 class GpuModel {
 public:
   /// `library` on CUDA device `ordinal`. Null, with the reason in
@@ -62,8 +56,9 @@ public:
   /// auto where the library or the machine has no GPU; for gpu, a HostError
   /// with the reason then. A model it returns has its kernels loaded, after
   /// a line on stderr that `tool` is compiling them, its GEMMs in
-  /// `matmul` arithmetic (a warning on stderr when that is tf32 and the
-  /// model runs on the CPU, whose products are fp32).
+  /// `matmul` arithmetic. On the CPU, tf32 is a warning on stderr (the
+  /// products stay fp32) and bf16 sets the library's products
+  /// (ModelLibrary::setCpuMatmul); on a GPU, bf16 is a HostError.
   static std::unique_ptr<GpuModel> openForDevice(const ModelLibrary &library,
                                                  const std::string &device,
                                                  const char *tool,

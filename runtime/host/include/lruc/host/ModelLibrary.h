@@ -123,6 +123,19 @@ struct Manifest {
 TrainSettings parseTrainSettings(std::string_view trainJson,
                                  const std::string &source);
 
+/// The arithmetic of a model's matrix products. fp32: the default, and
+/// the agreement checks'. tf32, a GPU's: on tensor cores, inputs rounded
+/// to 10 bits of mantissa, sums in fp32 (what JAX's default precision and
+/// PyTorch's allow_tf32 give). bf16, the CPU's: on AMX or AVX512-BF16
+/// through oneDNN, inputs rounded to bfloat16's 8 bits of mantissa, sums in
+/// fp32 (what PyTorch's CPU autocast gives to its matrix products); step
+/// mode's few rows stay fp32. Each is several times faster than fp32 where
+/// the hardware has it.
+enum class Matmul { fp32, tf32, bf16 };
+/// The Matmul that `--matmul NAME` names ("fp32", "tf32", "bf16"); a
+/// HostError for another name.
+Matmul matmulNamed(const std::string &name);
+
 /// A loaded model library; closes it when destroyed. Move-only.
 class ModelLibrary {
 public:
@@ -145,6 +158,11 @@ public:
   /// A symbol of the library or of a library it links (dlsym on its
   /// handle), e.g. OpenBLAS's openblas_set_num_threads; null if none.
   void *findSymbol(const char *name) const;
+  /// The arithmetic of the CPU library's products from now on: fp32 or
+  /// bf16 (runtime/cpu's MatmulPrecision, for every thread). Throws
+  /// HostError when this machine cannot multiply bfloat16 (no oneDNN, a
+  /// CPU without AMX or AVX512-BF16) or for tf32, a GPU's.
+  void setCpuMatmul(Matmul matmul) const;
   /// Whether the library carries CUDA kernels and their host schedule
   /// (lruc_gpu.h; GpuModel runs them).
   bool hasCuda() const;
