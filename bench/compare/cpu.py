@@ -12,6 +12,9 @@ measured in the same run, to show it uses an optimised BLAS.
 
   bench/compare/cpu.py [--configs listops,text]  Table 9 models (models/)
   bench/compare/cpu.py MODEL.lru BATCH [-D NAME=VALUE ...]   one model
+  bench/compare/cpu.py --matmul bf16   both sides' matrix products on
+      bfloat16 inputs: lruc's through oneDNN (--matmul bf16), PyTorch's
+      under torch.autocast("cpu", dtype=torch.bfloat16)
 Run with the reference Python (bench/reference/setup.sh):
   .venv-reference/bin/python bench/compare/cpu.py
 """
@@ -35,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench" / "reference"))
 # bench/cpu/run.sh (what fits a 24 GiB, 2-core machine).
 TABLE9 = [("listops", 8), ("text", 2), ("retrieval", 2), ("scifar", 4),
           ("pathfinder", 8), ("pathx", 1)]
-STEP_TOKENS = 64  # step mode: tokens timed after a warm-up
+STEP_TOKENS = 64  # step mode: tokens timed after a warm-up (or the length)
 # Step mode's warm-up, both sides: a process's first ~50 ms of tokens ran
 # up to 4x slower here in some starts (Text at one stream: 130-200 us a
 # token, then 48) while the scheduler settled where its threads run.
@@ -71,6 +74,7 @@ def make_inputs(library, batch, seed=0):
 def run_lruc(args):
     from lruc_library import ModelLibrary, blas_core
     library = ModelLibrary(args.library)
+    library.set_cpu_matmul(args.matmul)
     params, state = library.init(1)
     inputs = make_inputs(library, args.batch)
     key = (1, 1)
@@ -88,6 +92,7 @@ def run_lruc(args):
     if library.step_mode:
         seq_name = library.manifest["step"]["inputs"][0]["name"]
         seq = inputs[seq_name]
+        count = min(STEP_TOKENS, seq.shape[1])
         # The batch of the other rows, and one stream (batch 1): streaming
         # inference of a single sequence.
         for rows, label in ((args.batch, "step (per token)"),
@@ -95,10 +100,10 @@ def run_lruc(args):
             stream = library.step_stream(params, state, rows)
 
             def tokens():
-                for t in range(STEP_TOKENS):
+                for t in range(count):
                     stream.step({seq_name: seq[:rows, t:t + 1]})
             out[label] = timed(tokens, args.repeats,
-                               STEP_WARMUP_SECONDS) / STEP_TOKENS
+                               STEP_WARMUP_SECONDS) / count
     return out
 
 
@@ -110,7 +115,15 @@ def run_torch(args):
     torch.set_num_threads(os.cpu_count())
     n = 1024
     a, b = torch.randn(n, n), torch.randn(n, n)
-    gemm = timed(lambda: torch.mm(a, b), 5)
+    bf16 = args.matmul == "bf16"
+    # Autocast on the CPU: matrix products on bfloat16 inputs (oneDNN).
+    precision = lambda: torch.autocast("cpu", dtype=torch.bfloat16,
+                                       enabled=bf16)
+
+    def mm():
+        with precision():
+            torch.mm(a, b)
+    gemm = timed(mm, 5)
     out = {"sgemm GFLOP/s": 2 * n ** 3 / gemm / 1e9,
            "torch": torch.__version__,
            "threads": torch.get_num_threads(),
@@ -136,12 +149,13 @@ def run_torch(args):
                                       foreach=True)
 
         def forward():
-            with torch.no_grad():
+            with torch.no_grad(), precision():
                 model(inputs, train=False)
 
         def forward_backward():
             model.zero_grad(set_to_none=True)
-            loss, _ = model(inputs, train=True, dropout_key=(1, 1))
+            with precision():
+                loss, _ = model(inputs, train=True, dropout_key=(1, 1))
             loss.backward()
 
         def train_step():
@@ -154,16 +168,17 @@ def run_torch(args):
             "train step": timed(train_step, args.repeats)}
         if library.step_mode:
             seq = inputs.get("tokens", inputs.get("features"))
+            count = min(STEP_TOKENS, seq.shape[1])
 
             for rows, label in ((args.batch, "step (per token)"),
                                 (1, "step, batch 1")):
                 def tokens():
                     carry = lru_torch.StepState(model, rows)
-                    with torch.no_grad():
-                        for t in range(STEP_TOKENS):
+                    with torch.no_grad(), precision():
+                        for t in range(count):
                             lru_torch.step(model, seq[:rows, t], carry)
                 times[label] = timed(tokens, args.repeats,
-                                     STEP_WARMUP_SECONDS) / STEP_TOKENS
+                                     STEP_WARMUP_SECONDS) / count
         out[form] = times
     return out
 
@@ -173,6 +188,7 @@ def side(args, which):
     command = [sys.executable, __file__, "--side", which, "--library",
                str(args.library), "--lruc", args.lruc, "--repeats",
                str(args.repeats), "--torch-memory", str(args.torch_memory),
+               "--matmul", args.matmul,
                *(["--step-only"] if args.step_only else []),
                args.model, str(args.batch)]
     command += [f"-D{d}" for d in args.defines]
@@ -197,11 +213,13 @@ def compare(args):
     torch = side(args, "torch")
     lruc_blas = lruc.pop("blas")
     name = pathlib.Path(args.model).stem
+    matmul = ("fp32" if args.matmul == "fp32" else
+              "bf16 (lruc --matmul bf16, PyTorch autocast)")
     print(f"== {name} {' '.join('-D' + d for d in args.defines)} "
           f"(batch {args.batch}); PyTorch {torch['torch']}, "
-          f"{torch['threads']} threads, sgemm {torch['sgemm GFLOP/s']:.0f} "
-          f"GFLOP/s; OpenBLAS kernels: lruc {lruc_blas}, PyTorch "
-          f"{torch['blas']}")
+          f"{torch['threads']} threads, {args.matmul} matmul "
+          f"{torch['sgemm GFLOP/s']:.0f} GFLOP/s; OpenBLAS kernels: lruc "
+          f"{lruc_blas}, PyTorch {torch['blas']}; products {matmul}")
     print(f"{'':18} {'lruc ms':>10} {'torch scan':>11} {'torch fft':>10} "
           f"{'speed-up':>9}")
     rows = {}
@@ -221,6 +239,7 @@ def compare(args):
             print(f"  torch {f}: skipped, {torch[f]['skipped']}")
     print()
     return {"model": name, "batch": args.batch, "torch": torch["torch"],
+            "matmul": args.matmul,
             "blas": {"lruc": lruc_blas, "torch": torch["blas"]},
             "sgemm_gflops": torch["sgemm GFLOP/s"], "ops": rows}
 
@@ -235,6 +254,10 @@ def main():
     parser.add_argument("--torch-memory", type=float, default=16,
                         help="GiB the parallel scan may keep (default 16)")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--matmul", choices=("fp32", "bf16"), default="fp32",
+                        help="both sides' matrix products: fp32 (default) "
+                             "or on bfloat16 inputs (lruc --matmul bf16, "
+                             "PyTorch's CPU autocast)")
     parser.add_argument("--step-only", action="store_true",
                         help="time step mode only (causal models)")
     parser.add_argument("--configs",

@@ -62,7 +62,9 @@ class Ctx:
 
 
 def complex_input(u, B_re, B_im):
-    return torch.complex(u @ B_re.T, u @ B_im.T)
+    # float(): under CPU autocast the products are bfloat16, which complex
+    # tensors do not take (a no-op in fp32).
+    return torch.complex((u @ B_re.T).float(), (u @ B_im.T).float())
 
 
 def readout(x, C_re, C_im):

@@ -155,6 +155,16 @@ class ModelLibrary:
             block[e["offset"]:e["offset"] + value.size] = value.reshape(-1)
         return block
 
+    def set_cpu_matmul(self, name):
+        """The library's matrix products from now on: "fp32" or "bf16"
+        (bfloat16 inputs through oneDNN, docs/backend-cpu.md); LibraryError
+        with the reason where this machine cannot."""
+        if name not in ("fp32", "bf16"):
+            raise ValueError(f"matmul {name}: the CPU's are fp32 or bf16")
+        fn = self._dll.lruc_cpu_set_matmul
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        self._call(fn, int(name == "bf16"))
+
     # -- calls -------------------------------------------------------------
     def _call(self, fn, *args):
         error = ctypes.create_string_buffer(4096)
