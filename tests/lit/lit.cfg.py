@@ -49,6 +49,10 @@ def cpu_multiplies_bf16():
     return "avx512_bf16" in flags or "amx_bf16" in flags
 if cpu_multiplies_bf16():
     config.available_features.add("cpu-bf16")
+# The sanitizer build (LRUC_SANITIZE): oneDNN's bfloat16 runs are left out
+# there, as NVRTC's are.
+if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitizer")
 
 # tests/lit/reference: PyTorch and JAX side by side with lruc, where the
 # reference Python (bench/reference/setup.sh) has them.
