@@ -41,10 +41,6 @@ std::atomic<MatmulPrecision> precision{MatmulPrecision::Fp32};
 
 } // namespace
 
-bool bf16ProductsOn() {
-  return precision.load(std::memory_order_relaxed) == MatmulPrecision::Bf16;
-}
-
 #if defined(LRUC_HAVE_ONEDNN)
 namespace {
 

@@ -12,10 +12,6 @@
 
 namespace lruc::cpu::detail {
 
-/// Whether setMatmulPrecision(Bf16) took effect (oneDNN loaded, the CPU
-/// multiplies bfloat16).
-bool bf16ProductsOn();
-
 /// C[rows, cols] (row stride ldc) = op(A) op(B) with op(A)'s and op(B)'s
 /// elements rounded to bfloat16 (to nearest, ties to even) and the sums in
 /// fp32, on the calling thread. `a` is op(A)'s first row: [rows, k] at row

@@ -787,7 +787,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // gains nothing (a model's input features: k = 3).
   constexpr int64_t kBf16LeastRows = 64, kBf16LeastColumns = 16,
                     kBf16LeastSum = 32, kBf16LeastWork = int64_t(1) << 18;
-  if (detail::bf16ProductsOn() && m1 - m0 >= kBf16LeastRows &&
+  if (matmulPrecision() == MatmulPrecision::Bf16 && m1 - m0 >= kBf16LeastRows &&
       n1 - n0 >= kBf16LeastColumns && k >= kBf16LeastSum &&
       (m1 - m0) * (n1 - n0) * k >= kBf16LeastWork &&
       detail::bf16Product(transA, transB, m1 - m0, n1 - n0, k, rows, lda,
