@@ -10,7 +10,9 @@ and its FFT form) on the same device; the speed-up is the faster framework
 over lruc (issue target: at least 5x JAX on an H100). The frameworks run
 on lruc's initial parameters and a padded batch, every side's matrix
 products in the same arithmetic (--matmul): fp32 (JAX's precision
-"highest", PyTorch's default, lruc's default) or TF32 on tensor cores;
+"highest", PyTorch's default, lruc's default), TF32 on tensor cores, or
+bfloat16 inputs with fp32 sums (JAX's "bfloat16", PyTorch's autocast,
+lruc --matmul bf16);
 times are the mean of `--iters` steps queued back to back after warm-up,
 closed by one device synchronisation (as lru-train and lruc-bench-gpu run).
 With --step, causal models also report step-mode inference per token:
@@ -22,7 +24,7 @@ is timed beside it ("lruc bf16"; the frameworks stay in fp32 or TF32
 throughout, so that column compares lruc's mixed precision with theirs).
 
   python3 bench/compare/gpu.py --kit /tmp/lruc-gpu-kit [--configs listops,text]
-      [--iters 20] [--frameworks jax,torch] [--matmul fp32|tf32] [--batch N]
+      [--iters 20] [--frameworks jax,torch] [--matmul fp32|tf32|bf16] [--batch N]
       [--step] [--json FILE]
 Runs on the GPU machine's own Python (it has JAX and PyTorch with CUDA);
 without a GPU the frameworks run on the CPU (for checking the script).
@@ -80,7 +82,7 @@ def lruc_train_step(kit, name, batch, iters, matmul):
          str(batch), str(iters)], capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"lruc-bench-gpu {name}: {result.stderr.strip()}")
-    line = r"^train_step\s+" if matmul == "fp32" else r"^train_step tf32\s+"
+    line = r"^train_step\s+" if matmul == "fp32" else rf"^train_step {matmul}\s+"
     step = re.search(line + r"([0-9.]+) ms", result.stdout, re.M)
     device = re.search(r"^device: (.*?);", result.stdout, re.M)
     if not step:
@@ -97,10 +99,12 @@ def jax_train_step(spec, library, params, state, inputs, iters, matmul):
     """JAX: value_and_grad of the model and lruc's AdamW, one jit."""
     import jax
     import lru_jax
-    # The products' arithmetic named, as lruc's: fp32 ("highest") or TF32
-    # (what JAX's default gives on a GPU).
+    # The products' arithmetic named, as lruc's: fp32 ("highest"), TF32
+    # (what JAX's default gives on a GPU) or bfloat16 inputs ("bfloat16",
+    # one pass on bfloat16 with fp32 sums).
     jax.config.update("jax_default_matmul_precision",
-                      "highest" if matmul == "fp32" else "tensorfloat32")
+                      {"fp32": "highest", "tf32": "tensorfloat32",
+                       "bf16": "bfloat16"}[matmul])
     apply = lru_jax.make_model(spec, lruc_dropout=False)
     train = library.manifest["optimizer"]
     p = {k: jax.numpy.asarray(v) for k, v in params.items()}
@@ -136,6 +140,9 @@ def torch_train_step(spec, inputs, iters, fft, matmul):
     import lru_torch
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = matmul == "tf32"
+    # bf16: autocast, the matrix products on bfloat16 inputs, fp32 sums.
+    precision = lambda: torch.autocast(device, dtype=torch.bfloat16,
+                                       enabled=matmul == "bf16")
     if device == "cuda":  # the model's own tensors too (PyTorch 2)
         torch.set_default_device(device)
     out_of_memory = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
@@ -147,7 +154,8 @@ def torch_train_step(spec, inputs, iters, fft, matmul):
 
         def run():
             model.zero_grad(set_to_none=True)
-            loss, _ = model(x, train=True, dropout_key=(1, 1))
+            with precision():
+                loss, _ = model(x, train=True, dropout_key=(1, 1))
             loss.backward()
             optimizer.step()
 
@@ -248,11 +256,13 @@ def main():
     parser.add_argument("--batch", type=int,
                         help="instead of each model's Table 9 batch")
     parser.add_argument("--frameworks", default="jax,torch")
-    parser.add_argument("--matmul", choices=("fp32", "tf32"), default="fp32",
+    parser.add_argument("--matmul", choices=("fp32", "tf32", "bf16"),
+                        default="fp32",
                         help="the products' arithmetic, the same for all: "
-                        "fp32 (JAX 'highest'; lruc's default) or tf32 "
+                        "fp32 (JAX 'highest'; lruc's default), tf32 "
                         "(JAX 'tensorfloat32', PyTorch allow_tf32, lruc "
-                        "--matmul tf32)")
+                        "--matmul tf32) or bf16 (JAX 'bfloat16', PyTorch "
+                        "autocast, lruc --matmul bf16)")
     parser.add_argument("--step", action="store_true",
                         help="also step mode per token (causal models): "
                         "lruc's CUDA graph against PyTorch eager")

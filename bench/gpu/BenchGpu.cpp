@@ -4,14 +4,14 @@
 //
 // Runs a model library's GPU schedule (lruc_gpu.h) through
 // lruc::cuda::Device on random inputs: train steps per second (ITERS steps
-// queued back to back, as lru-train queues them), with fp32 GEMMs and with
-// TF32 ones (--matmul tf32), the forward's and forward+backward's times at
-// BATCH, the device memory a step uses, and, in the same run, the device's
-// copy bandwidth (a device-to-device copy), the limit its elementwise
-// kernels are measured against, and each kernel's achieved bandwidth (its
-// arrays' bytes, lruc_gpu_model::kernel_bytes, over its time; the scan
-// kernels summed) in one timed forward and one timed backward; and step
-// mode's time per token at batch 1 and BATCH, each step's inputs uploaded
+// queued back to back, as lru-train queues them), with fp32 GEMMs, TF32
+// ones (--matmul tf32) and bfloat16 ones (--matmul bf16), the forward's and
+// forward+backward's times at BATCH, the device memory a step uses, and, in the
+// same run, the device's copy bandwidth (a device-to-device copy), the limit
+// its elementwise kernels are measured against, and each kernel's achieved
+// bandwidth (its arrays' bytes, lruc_gpu_model::kernel_bytes, over its time;
+// the scan kernels summed) in one timed forward and one timed backward; and
+// step mode's time per token at batch 1 and BATCH, each step's inputs uploaded
 // and predictions read back (what streaming costs an application). Exits 1
 // with the reason on a machine without a GPU. With --kernels, every kernel
 // of the timed forward, backward and step (and step-cublas: its GEMMs in
@@ -206,6 +206,10 @@ int main(int argc, char **argv) try {
   if (!device->setMatmul(lruc::cuda::Matmul::tf32, error))
     return fail(error);
   const double tf32StepTime = timeTrainSteps(1);
+  // And with bfloat16 products (lru-train --matmul bf16).
+  if (!device->setMatmul(lruc::cuda::Matmul::bf16, error))
+    return fail(error);
+  const double bf16StepTime = timeTrainSteps(1);
   if (!device->setMatmul(lruc::cuda::Matmul::fp32, error))
     return fail(error);
   {
@@ -315,6 +319,9 @@ int main(int argc, char **argv) try {
   std::printf("train_step tf32 %5.2f ms  %8.2f steps/s  (batch %lld; "
               "--matmul tf32)\n",
               tf32StepTime * 1e3, 1 / tf32StepTime, (long long)batch);
+  std::printf("train_step bf16 %5.2f ms  %8.2f steps/s  (batch %lld; "
+              "--matmul bf16)\n",
+              bf16StepTime * 1e3, 1 / bf16StepTime, (long long)batch);
   std::printf("forward     %9.2f ms\n", forwardTime * 1e3);
   std::printf("forward+backward %4.2f ms  (train mode, no optimizer)\n",
               backwardTime * 1e3);

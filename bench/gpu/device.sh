@@ -10,7 +10,8 @@
 #                                       'GpuLibrary.text:GpuModelStep.*')
 #   device.sh bench [ITERS [MODEL...]]  train steps/s of each Table 9
 #                                       configuration at its Table 9 batch
-#                                       (fp32 and TF32 GEMMs) against the
+#                                       (fp32, TF32 and bfloat16 GEMMs)
+#                                       against the
 #                                       paper's Table 4 (A100),
 #                                       the scan kernels' bandwidth against a
 #                                       device-to-device copy in the same run,
@@ -152,8 +153,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   names=("$@")
   [ ${#names[@]} -eq 0 ] && names=(scifar listops text retrieval pathfinder pathx)
   summary="$out/bench-summary.txt"
-  printf '%-11s %6s %8s %8s %7s %8s %7s %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' model \
-    batch "steps/s" paper ratio "tf32" ratio "scan fwd" "scan bwd" \
+  printf '%-11s %6s %8s %8s %7s %8s %7s %8s %7s %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' model \
+    batch "steps/s" paper ratio "tf32" ratio "bf16" ratio "scan fwd" "scan bwd" \
     "block f+b ms" "of step" "token us" "no graph" "batch us" "GEMMs us" \
     "cuBLAS us" > "$summary"
   rm -f "$out/bench-bf16.txt"
@@ -168,6 +169,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     log="$out/bench-$name.log"
     steps="$(awk '/^train_step  / { print $4 }' "$log")"
     tf32="$(awk '/^train_step tf32/ { print $5 }' "$log")"
+    bf16="$(awk '/^train_step bf16/ { print $5 }' "$log")"
     scans=($(awk '/scan kernels:/ { print $NF == "bandwidth" ? $(NF-3) : "-" }' \
       "$log"))
     token="$(awk '/^step mode .* \(batch 1: .*graph\)/ { print $3 }' "$log")"
@@ -199,9 +201,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # (Parenthesised: in awk, `print a > b` writes a to a file named b.)
     ratio() { awk -v s="$1" -v p="${paper[$name]:-0}" \
       'BEGIN { print (p > 0 && s > 0 ? s / p : 0) }'; }
-    printf '%-11s %6s %8s %8s %6.2fx %8s %6.2fx %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' \
+    printf '%-11s %6s %8s %8s %6.2fx %8s %6.2fx %8s %6.2fx %9s %9s %12s %8s %9s %9s %10s %10s %10s\n' \
       "$name" "$batch" "$steps" "${paper[$name]:-?}" "$(ratio "$steps")" \
-      "${tf32:--}" "$(ratio "${tf32:-0}")" "${scans[0]:--}" "${scans[1]:--}" \
+      "${tf32:--}" "$(ratio "${tf32:-0}")" "${bf16:--}" "$(ratio "${bf16:-0}")" \
+      "${scans[0]:--}" "${scans[1]:--}" \
       "$block" "$share" "${token:--}" "${launched:--}" "${batched:--}" \
       "${gemms:--}" "${cublas:--}" >> "$summary"
     # The same model with bfloat16 activations (kit.sh's NAME.bf16.so):

@@ -39,8 +39,9 @@ lruc_device *lruc_device_open(int ordinal, char *error, size_t error_size);
 void lruc_device_close(lruc_device *device);
 /* "NAME (sm_NN)". */
 const char *lruc_device_description(const lruc_device *device);
-/* The GEMMs' arithmetic: 0 fp32 (the default, the CPU library's), 1 TF32. */
-int lruc_device_set_matmul(lruc_device *device, int tf32, char *error,
+/* The GEMMs' arithmetic: 0 fp32 (the default, the CPU library's), 1 TF32,
+ * 2 bfloat16 inputs with fp32 sums; anything else is an error. */
+int lruc_device_set_matmul(lruc_device *device, int precision, char *error,
                            size_t error_size);
 /* Compiles `source` (a library's lruc_cuda_source()) through NVRTC, cached
  * on disk, and loads `names` (lruc_gpu_model.kernels) for the schedule. */

@@ -957,15 +957,20 @@ LRUC_EXPORT int cublasSetMathMode(void *handle, int mode) {
   return kBlasSuccess;
 }
 
+/// How a product reads fp32 operands: as they are, or rounded first to
+/// TF32 (TF32 math mode) or to bfloat16 (CUBLAS_COMPUTE_32F_FAST_16BF).
+enum class Rounding { none, tf32, bf16 };
+
 /// `count` column-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta
 /// C_i, A_i = a + i * strideA elements and so on (fp32 operands in TF32
-/// math mode rounded to TF32 first): cuBLAS's contract for `name`.
+/// math mode rounded to TF32 first, with `bf16Products` to bfloat16):
+/// cuBLAS's contract for `name`.
 static int gemmBatch(const char *name, void *handle, int transA, int transB,
                      int m, int n, int k, const float *alpha,
                      lruc::testing::GemmArray a, int lda, long long strideA,
                      lruc::testing::GemmArray b, int ldb, long long strideB,
                      const float *beta, lruc::testing::GemmArray c, int ldc,
-                     long long strideC, int count) {
+                     long long strideC, int count, bool bf16Products = false) {
   if (!handle)
     return kBlasNotInitialized;
   const int rowsA = transA == kBlasOpN ? m : k;
@@ -1021,10 +1026,22 @@ static int gemmBatch(const char *name, void *handle, int transA, int transB,
   // alpha and beta are read now (host pointer mode), the operands when the
   // GEMM runs, in order on the handle's stream.
   const double scaleAB = *alpha, scaleC = *beta;
-  const bool tf32 = static_cast<BlasHandle *>(handle)->tf32 && !a.bf16;
+  const Rounding rounding = a.bf16         ? Rounding::none
+                            : bf16Products ? Rounding::bf16
+                            : static_cast<BlasHandle *>(handle)->tf32
+                                ? Rounding::tf32
+                                : Rounding::none;
   enqueue(static_cast<BlasHandle *>(handle)->stream, [=] {
-    auto operand = [tf32](double x) {
-      return tf32 ? double(roundToTf32(float(x))) : x;
+    auto operand = [rounding](double x) {
+      switch (rounding) {
+      case Rounding::tf32:
+        return double(roundToTf32(float(x)));
+      case Rounding::bf16:
+        return double(lruc::testing::fromBf16(lruc::testing::toBf16(float(x))));
+      case Rounding::none:
+        break;
+      }
+      return x;
     };
     for (int product = 0; product < count; ++product) {
       const lruc::testing::GemmArray ai = a.plus(product * strideA),
@@ -1074,8 +1091,11 @@ cublasSgemmStridedBatched(void *handle, int transA, int transB, int m, int n,
 }
 
 /// The types lruc asks of it: bfloat16 A and B (CUDA_R_16BF), C bfloat16
-/// or fp32 (CUDA_R_32F), fp32 sums (CUBLAS_COMPUTE_32F); anything else is
-/// CUBLAS_STATUS_NOT_SUPPORTED, as cuBLAS answers a combination it lacks.
+/// or fp32 (CUDA_R_32F), fp32 sums (CUBLAS_COMPUTE_32F); or fp32 A, B and C
+/// rounded to bfloat16 with fp32 sums (CUBLAS_COMPUTE_32F_FAST_16BF; cuBLAS
+/// may also take TF32 there, which lruc's tests, bounding the error by
+/// bfloat16's, allow). Anything else is CUBLAS_STATUS_NOT_SUPPORTED, as
+/// cuBLAS answers a combination it lacks.
 LRUC_EXPORT int
 cublasGemmStridedBatchedEx(void *handle, int transA, int transB, int m, int n,
                            int k, const void *alpha, const void *a, int aType,
@@ -1083,17 +1103,22 @@ cublasGemmStridedBatchedEx(void *handle, int transA, int transB, int m, int n,
                            int ldb, long long strideB, const void *beta,
                            void *c, int cType, int ldc, long long strideC,
                            int count, int computeType, int algo) {
-  constexpr int kBf16 = 14, kF32 = 0, kCompute32F = 68;
+  constexpr int kBf16 = 14, kF32 = 0, kCompute32F = 68,
+                kCompute32FFast16BF = 75;
   (void)algo;
-  if (aType != kBf16 || bType != kBf16 || (cType != kBf16 && cType != kF32) ||
-      computeType != kCompute32F)
+  const bool bf16Operands = aType == kBf16 && bType == kBf16 &&
+                            (cType == kBf16 || cType == kF32) &&
+                            computeType == kCompute32F;
+  const bool bf16Products = aType == kF32 && bType == kF32 && cType == kF32 &&
+                            computeType == kCompute32FFast16BF;
+  if (!bf16Operands && !bf16Products)
     return kBlasNotSupported;
   return gemmBatch("cublasGemmStridedBatchedEx", handle, transA, transB, m, n,
                    k, static_cast<const float *>(alpha),
-                   {const_cast<void *>(a), true}, lda, strideA,
-                   {const_cast<void *>(b), true}, ldb, strideB,
+                   {const_cast<void *>(a), bf16Operands}, lda, strideA,
+                   {const_cast<void *>(b), bf16Operands}, ldb, strideB,
                    static_cast<const float *>(beta), {c, cType == kBf16}, ldc,
-                   strideC, count);
+                   strideC, count, bf16Products);
 }
 
 } // extern "C"

@@ -85,6 +85,15 @@ awk '$1 == "tiny" && $(NF-2) ~ /^[0-9.]+$/ && $(NF-1) ~ /^[0-9.]+$/ &&
      END { exit !ok }' "$work/out/bench-summary.txt" ||
   { echo "bench-summary.txt lacks step mode at the batch" >&2;
     cat "$work/out/bench-summary.txt" >&2; exit 1; }
+# Train steps with bfloat16 products (--matmul bf16) timed beside the fp32
+# and TF32 ones, in the summary's bf16 column with their paper ratio.
+grep -Eq '^train_step bf16 +[0-9.]+ ms +[0-9.]+ steps/s' "$work/out/bench-tiny.log" ||
+  { echo "lruc-bench-gpu lacks the bfloat16 products' train step" >&2; exit 1; }
+awk 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "bf16") col = i }
+     $1 == "tiny" && col && $col ~ /^[0-9.]+$/ { ok = 1 }
+     END { exit !ok }' "$work/out/bench-summary.txt" ||
+  { echo "bench-summary.txt lacks the bf16 column" >&2;
+    cat "$work/out/bench-summary.txt" >&2; exit 1; }
 # A model's bfloat16 library (kit.sh builds NAME.bf16.so for the Table 9
 # models; here tiny's own library under that name, since the simulated
 # driver runs one kernel library a process): device.sh bench times it

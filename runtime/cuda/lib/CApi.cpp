@@ -50,11 +50,16 @@ const char *lruc_device_description(const lruc_device *device) {
   return device->description.c_str();
 }
 
-int lruc_device_set_matmul(lruc_device *device, int tf32, char *error,
+int lruc_device_set_matmul(lruc_device *device, int precision, char *error,
                            size_t error_size) {
+  using lruc::cuda::Matmul;
   std::string message;
-  if (!device->device->setMatmul(
-          tf32 ? lruc::cuda::Matmul::tf32 : lruc::cuda::Matmul::fp32, message))
+  if (precision < 0 || precision > 2)
+    return failed("matmul precision " + std::to_string(precision) +
+                      ": unknown (0 fp32, 1 tf32, 2 bf16)",
+                  error, error_size, 1);
+  constexpr Matmul kByCode[] = {Matmul::fp32, Matmul::tf32, Matmul::bf16};
+  if (!device->device->setMatmul(kByCode[precision], message))
     return failed(message, error, error_size, 1);
   return 0;
 }

@@ -26,7 +26,8 @@ constexpr int kCublasOpN = 0, kCublasOpT = 1;
 // library_types.h's cudaDataType and cublas_api.h's compute type and
 // algorithm, for cublasGemmStridedBatchedEx.
 constexpr int kCudaR16BF = 14, kCudaR32F = 0;
-constexpr int kCublasCompute32F = 68, kCublasGemmDefault = -1;
+constexpr int kCublasCompute32F = 68, kCublasCompute32FFast16BF = 75,
+              kCublasGemmDefault = -1;
 constexpr unsigned kCuStreamNonBlocking = 1;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
 constexpr CUresult kCuErrorStreamCaptureUnsupported = 900;
@@ -86,7 +87,7 @@ struct Device::Api {
                                       const float *, float *, int, long long,
                                       int);
   /// cublasGemmStridedBatchedEx: bfloat16 operands (lruc_gpu.h's
-  /// LRUC_GPU_BF16).
+  /// LRUC_GPU_BF16), and fp32 ones in bfloat16 products (Matmul::bf16).
   cublasStatus (*gemmStridedBatchedEx)(void *, int, int, int, int, int,
                                        const void *, const void *, int, int,
                                        long long, const void *, int, int,
@@ -254,7 +255,8 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
 }
 
 bool Device::setMatmul(Matmul precision, std::string &error) {
-  // cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH.
+  // cublasMath_t: CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH. bf16 is
+  // the compute type of each GEMM (gemm), in the default math mode.
   constexpr int kDefaultMath = 0, kTf32TensorOpMath = 3;
   if (int status = api_->cublasSetMathMode(
           cublas_, precision == Matmul::tf32 ? kTf32TensorOpMath
@@ -262,6 +264,7 @@ bool Device::setMatmul(Matmul precision, std::string &error) {
     error = "cublasSetMathMode failed (" + std::to_string(status) + ")";
     return false;
   }
+  matmul_ = precision;
   return true;
 }
 
@@ -576,33 +579,40 @@ int Device::gemm(void *context, int32_t transA, int32_t transB, int64_t m,
   const int opA = transB ? kCublasOpT : kCublasOpN;
   const int opB = transA ? kCublasOpT : kCublasOpN;
   const float one = 1.0f, zero = 0.0f;
-  if (bf16) {
-    // cublasGemmStridedBatchedEx, fp32 sums (CUBLAS_COMPUTE_32F); a batch
-    // with a negative stride product by product, as below.
+  const auto *a = static_cast<const float *>(anyA);
+  const auto *b = static_cast<const float *>(anyB);
+  auto *c = static_cast<float *>(anyC);
+  // A few rows go to the prelude's kernel in fp32 whatever the precision:
+  // step mode's products, bound by reading the weights, not by FLOPs.
+  if (!bf16 && !transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 &&
+      k > 0 && self->fewRowKernel()) {
+    if (int r = self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb, strideB,
+                                     c, ldc, strideC, count))
+      return r;
+    return self->endTimed();
+  }
+  if (bf16 || self->matmul_ == Matmul::bf16) {
+    // cublasGemmStridedBatchedEx, fp32 sums: of bfloat16 operands
+    // (CUBLAS_COMPUTE_32F), or of fp32 ones that cuBLAS rounds to bfloat16
+    // (CUBLAS_COMPUTE_32F_FAST_16BF). A batch with a negative stride runs
+    // product by product, as below.
+    const int typeAB = bf16 ? kCudaR16BF : kCudaR32F;
     const int typeC = cType == LRUC_GPU_BF16 ? kCudaR16BF : kCudaR32F;
+    const int64_t abBytes = bf16 ? 2 : 4;
     const int64_t cBytes = cType == LRUC_GPU_BF16 ? 2 : 4;
     const bool batched = strideA >= 0 && strideB >= 0 && strideC >= 0;
     for (int64_t i = 0; i < (batched ? 1 : count); ++i)
       if (int status = self->api_->gemmStridedBatchedEx(
               self->cublas_, opA, opB, int(n), int(m), int(k), &one,
-              static_cast<const char *>(anyB) + i * strideB * 2, kCudaR16BF,
+              static_cast<const char *>(anyB) + i * strideB * abBytes, typeAB,
               int(ldb), strideB,
-              static_cast<const char *>(anyA) + i * strideA * 2, kCudaR16BF,
+              static_cast<const char *>(anyA) + i * strideA * abBytes, typeAB,
               int(lda), strideA, &zero,
               static_cast<char *>(anyC) + i * strideC * cBytes, typeC, int(ldc),
-              strideC, int(batched ? count : 1), kCublasCompute32F,
+              strideC, int(batched ? count : 1),
+              bf16 ? kCublasCompute32F : kCublasCompute32FFast16BF,
               kCublasGemmDefault))
         return status;
-    return self->endTimed();
-  }
-  const auto *a = static_cast<const float *>(anyA);
-  const auto *b = static_cast<const float *>(anyB);
-  auto *c = static_cast<float *>(anyC);
-  if (!transA && transB && m >= 2 && m <= kFewRowsMax && n > 0 && k > 0 &&
-      self->fewRowKernel()) {
-    if (int r = self->fewRowProducts(m, n, k, a, lda, strideA, b, ldb,
-                                     strideB, c, ldc, strideC, count))
-      return r;
     return self->endTimed();
   }
   // cuBLAS documents no negative strides: such a batch runs product by

@@ -75,9 +75,6 @@ std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
                                   library.path().string(), whyNot));
     return onCpu();
   }
-  if (matmul == Matmul::bf16)
-    throw HostError("--matmul bf16 is for the CPU (AMX, AVX512-BF16); on a "
-                    "GPU use --matmul tf32, or --device cpu");
   gpu->setMatmul(matmul);
   std::string cache = kernelCacheDirectory();
   std::fprintf(stderr,
@@ -137,16 +134,22 @@ void GpuModel::releaseMemory() {
 
 void GpuModel::setMatmul(Matmul precision) {
   std::string error;
-  if (!device_->setMatmul(precision == Matmul::tf32 ? cuda::Matmul::tf32
-                                                    : cuda::Matmul::fp32,
-                          error))
+  const cuda::Matmul onDevice = precision == Matmul::tf32 ? cuda::Matmul::tf32
+                                : precision == Matmul::bf16
+                                    ? cuda::Matmul::bf16
+                                    : cuda::Matmul::fp32;
+  if (!device_->setMatmul(onDevice, error))
     throw HostError(library_.path().string() + ": " + error);
+  matmul_ = precision;
 }
 
 std::string GpuModel::deviceDescription() const {
   return fmt::format(
-      "{} ({}{})", device_->name(), device_->arch(),
-      gpu_.activations == LRUC_GPU_BF16 ? ", bfloat16 activations" : "");
+      "{} ({}{}{})", device_->name(), device_->arch(),
+      gpu_.activations == LRUC_GPU_BF16 ? ", bfloat16 activations" : "",
+      matmul_ == Matmul::tf32   ? ", TF32 products"
+      : matmul_ == Matmul::bf16 ? ", bfloat16 products"
+                                : "");
 }
 
 void GpuModel::fail(const std::string &what, const std::string &message) const {

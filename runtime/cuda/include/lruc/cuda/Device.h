@@ -29,11 +29,15 @@ namespace lruc::cuda {
 /// A captured CUDA graph, ready to launch (Device::endCapture).
 struct Graph;
 
-/// The arithmetic of matrix products (cuBLAS's math mode): fp32, the CPU
-/// library's; or tf32, on tensor cores: inputs rounded to 10 bits of
+/// The arithmetic of matrix products of fp32 operands: fp32, the CPU
+/// library's; tf32, on tensor cores: inputs rounded to 10 bits of
 /// mantissa, sums in fp32 (what JAX's default precision and PyTorch's
-/// allow_tf32 give), several times faster.
-enum class Matmul { fp32, tf32 };
+/// allow_tf32 give), several times faster; or bf16: inputs rounded to
+/// bfloat16's 7 bits, sums in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF; what
+/// JAX's "bfloat16" precision and PyTorch's bfloat16 autocast give), twice
+/// tf32's tensor-core rate. Products of bfloat16 operands (bfloat16
+/// activations) are bfloat16 products with fp32 sums whatever this says.
+enum class Matmul { fp32, tf32, bf16 };
 
 class Device {
 public:
@@ -156,6 +160,7 @@ private:
   std::vector<void *> kernels_; ///< CUfunction by schedule index
   void *fewRows_ = nullptr;     ///< CUfunction lruc_few_rows_nt, if found
   bool fewRowsOn_ = true;
+  Matmul matmul_ = Matmul::fp32;
   /// Queues x wᵀ on lruc_few_rows_nt (gemm's arguments with transA = 0,
   /// transB = 1; gemm times it).
   int fewRowProducts(int64_t m, int64_t n, int64_t k, const float *a,

@@ -58,7 +58,7 @@ public:
   /// a line on stderr that `tool` is compiling them, its GEMMs in
   /// `matmul` arithmetic. On the CPU, tf32 is a warning on stderr (the
   /// products stay fp32) and bf16 sets the library's products
-  /// (ModelLibrary::setCpuMatmul); on a GPU, bf16 is a HostError.
+  /// (ModelLibrary::setCpuMatmul); on a GPU, both are cuBLAS's.
   static std::unique_ptr<GpuModel> openForDevice(const ModelLibrary &library,
                                                  const std::string &device,
                                                  const char *tool,
@@ -74,7 +74,8 @@ public:
   GpuModel(const GpuModel &) = delete;
   GpuModel &operator=(const GpuModel &) = delete;
 
-  /// "NAME (sm_NN)".
+  /// "NAME (sm_NN)", with ", bfloat16 activations" for a library built
+  /// so and ", TF32 products" or ", bfloat16 products" after setMatmul.
   std::string deviceDescription() const;
 
   /// The arithmetic of the matrix products from now on (fp32 when
@@ -176,6 +177,7 @@ private:
   const ModelLibrary &library_;
   const lruc_gpu_model &gpu_;
   std::unique_ptr<cuda::Device> device_;
+  Matmul matmul_ = Matmul::fp32;
   void *pool_ = nullptr;
   size_t poolBytes_ = 0;
   int64_t reservedBatch_ = 0;

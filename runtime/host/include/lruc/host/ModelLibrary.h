@@ -126,11 +126,13 @@ TrainSettings parseTrainSettings(std::string_view trainJson,
 /// The arithmetic of a model's matrix products. fp32: the default, and
 /// the agreement checks'. tf32, a GPU's: on tensor cores, inputs rounded
 /// to 10 bits of mantissa, sums in fp32 (what JAX's default precision and
-/// PyTorch's allow_tf32 give). bf16, the CPU's: on AMX or AVX512-BF16
-/// through oneDNN, inputs rounded to bfloat16's 8 bits of mantissa, sums in
-/// fp32 (what PyTorch's CPU autocast gives to its matrix products); step
-/// mode's few rows stay fp32. Each is several times faster than fp32 where
-/// the hardware has it.
+/// PyTorch's allow_tf32 give). bf16: inputs rounded to bfloat16's 8 bits of
+/// mantissa, sums in fp32 (what PyTorch's autocast and JAX's "bfloat16"
+/// precision give to their matrix products): on a CPU with AMX or
+/// AVX512-BF16 through oneDNN, on a GPU through cuBLAS's tensor cores
+/// (CUBLAS_COMPUTE_32F_FAST_16BF, twice tf32's rate); step mode's few rows
+/// stay fp32. Each is several times faster than fp32 where the hardware
+/// has it.
 enum class Matmul { fp32, tf32, bf16 };
 /// The Matmul that `--matmul NAME` names ("fp32", "tf32", "bf16"); a
 /// HostError for another name.
