@@ -42,7 +42,8 @@ fi
 before="$(cached)"
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   "$kit/device.sh" check tiny
-grep -q '\[  PASSED  \] 2 tests' "$work/out/check.log"
+# The model's two tests and the device's bfloat16 products (GpuProducts).
+grep -q '\[  PASSED  \] 3 tests' "$work/out/check.log"
 # Step mode ran as a CUDA graph (no fallback to launching kernel by kernel).
 if grep -q "one by one" "$work/out/check.log"; then
   echo "step mode fell back from its CUDA graph" >&2

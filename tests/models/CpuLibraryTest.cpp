@@ -1224,69 +1224,6 @@ TEST(GpuDeviceProducts, FewRowsKernelMatchesSums) {
   }
 }
 
-/// Matmul::bf16 (`--matmul bf16` on a GPU): cuBLAS rounds fp32 operands to
-/// bfloat16 (to nearest even, as the device's cvt.rn.bf16.f32) and sums the
-/// exact products in fp32. So the results are the double sums of the
-/// rounded inputs within fp32's error, and far from the fp32 products
-/// (operands with bits below bfloat16's 8); a batch at a negative stride
-/// (product by product) too; and fp32 again once asked.
-TEST(GpuDeviceProducts, Bf16ProductsRoundTheirInputs) {
-  std::string error;
-  std::unique_ptr<lruc::cuda::Device> device =
-      lruc::cuda::Device::open(0, error);
-  if (!device)
-    GTEST_SKIP() << "no GPU here: " << error;
-  constexpr int64_t m = 96, n = 40, k = 70, count = 2;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(count * m * k), w(count * n * k);
-  for (float &v : a)
-    v = uniform(rng);
-  for (float &v : w)
-    v = uniform(rng);
-  auto bf16 = [](float x) {
-    return lruc::testing::fromBf16(lruc::testing::toBf16(x));
-  };
-  GpuArrays memory = lruc::testing::deviceArrays(*device);
-  const lruc_gpu_ops &ops = *device->ops();
-  const float *dA = memory.upload(a), *dW = memory.upload(w);
-  auto *dC = static_cast<float *>(
-      memory.upload(nullptr, size_t(count * m * n) * sizeof(float)));
-  // C_p = A_p W_p^T, the batch's second product first in memory.
-  auto run = [&](lruc::cuda::Matmul precision) {
-    EXPECT_TRUE(device->setMatmul(precision, error)) << error;
-    EXPECT_EQ(ops.gemm(ops.context, 0, 1, m, n, k, LRUC_GPU_F32, dA + m * k, k,
-                       -m * k, dW + n * k, k, -n * k, LRUC_GPU_F32, dC + m * n,
-                       n, -m * n, count),
-              0);
-    return memory.download(dC, size_t(count * m * n));
-  };
-  const std::vector<float> rounded = run(lruc::cuda::Matmul::bf16);
-  const std::vector<float> exact = run(lruc::cuda::Matmul::fp32);
-  double largestGap = 0;
-  for (int64_t p = 0; p < count; ++p)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double wantRounded = 0, wantExact = 0, scale = 0;
-        for (int64_t q = 0; q < k; ++q) {
-          const float x = a[(p * m + i) * k + q], y = w[(p * n + j) * k + q];
-          wantRounded += double(bf16(x)) * bf16(y);
-          wantExact += double(x) * y;
-          scale += std::abs(double(x) * y);
-        }
-        const size_t at = size_t((p * m + i) * n + j);
-        EXPECT_NEAR(rounded[at], wantRounded, 1e-5 * scale + 1e-7)
-            << "bf16, product " << p << ", C[" << i << "][" << j << "]";
-        EXPECT_NEAR(exact[at], wantExact, 1e-5 * scale + 1e-7)
-            << "fp32, product " << p << ", C[" << i << "][" << j << "]";
-        largestGap = std::max(largestGap, std::abs(wantRounded - wantExact) /
-                                              (scale + 1e-30));
-      }
-  // Rounding each input moves it by up to 2^-9 of itself: the sums of the
-  // rounded inputs leave the exact ones by far more than fp32's error.
-  EXPECT_GT(largestGap, 1e-4);
-}
-
 /// A batch whose products write what another reads or writes would race
 /// on a device; the simulator, which runs them in order, refuses it.
 TEST(GpuSimulatorProducts, RefuseBatchesThatOverlap) {
