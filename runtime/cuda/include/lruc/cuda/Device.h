@@ -33,10 +33,12 @@ struct Graph;
 /// library's; tf32, on tensor cores: inputs rounded to 10 bits of
 /// mantissa, sums in fp32 (what JAX's default precision and PyTorch's
 /// allow_tf32 give), several times faster; or bf16: inputs rounded to
-/// bfloat16's 7 bits, sums in fp32 (CUBLAS_COMPUTE_32F_FAST_16BF; what
-/// JAX's "bfloat16" precision and PyTorch's bfloat16 autocast give), twice
-/// tf32's tensor-core rate. Products of bfloat16 operands (bfloat16
-/// activations) are bfloat16 products with fp32 sums whatever this says.
+/// bfloat16's 8 bits of mantissa, sums in fp32
+/// (CUBLAS_COMPUTE_32F_FAST_16BF; what JAX's "bfloat16" precision and
+/// PyTorch's bfloat16 autocast give), twice tf32's tensor-core rate.
+/// Whatever this says, products of bfloat16 operands (bfloat16
+/// activations) are bfloat16 products with fp32 sums, and those of 2 to
+/// 64 rows in the few-row kernel (useFewRowKernel) are fp32.
 enum class Matmul { fp32, tf32, bf16 };
 
 class Device {

@@ -130,9 +130,9 @@ TrainSettings parseTrainSettings(std::string_view trainJson,
 /// mantissa, sums in fp32 (what PyTorch's autocast and JAX's "bfloat16"
 /// precision give to their matrix products): on a CPU with AMX or
 /// AVX512-BF16 through oneDNN, on a GPU through cuBLAS's tensor cores
-/// (CUBLAS_COMPUTE_32F_FAST_16BF, twice tf32's rate); step mode's few rows
-/// stay fp32. Each is several times faster than fp32 where the hardware
-/// has it.
+/// (CUBLAS_COMPUTE_32F_FAST_16BF, twice tf32's rate); step mode's products
+/// of a few rows stay fp32 (on a GPU, those of 2 to 64 rows). Each is
+/// several times faster than fp32 where the hardware has it.
 enum class Matmul { fp32, tf32, bf16 };
 /// The Matmul that `--matmul NAME` names ("fp32", "tf32", "bf16"); a
 /// HostError for another name.
