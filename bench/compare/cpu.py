@@ -8,7 +8,9 @@ eager in both of its scan forms (the parallel scan and the FFT
 convolution); the ratio is the faster PyTorch form over lruc. lruc and
 PyTorch run in separate processes (both link OpenBLAS, and lruc's library
 sets its thread count), each with every core. PyTorch's sgemm rate is
-measured in the same run, to show it uses an optimised BLAS.
+measured in the same run, to show it uses an optimised BLAS, and the
+train step's matrix products (lruc --stats) are timed at that rate: the
+speed-up the faster PyTorch form allows where lruc's step is its products.
 
   bench/compare/cpu.py [--configs listops,text]  Table 9 models (models/)
   bench/compare/cpu.py MODEL.lru BATCH [-D NAME=VALUE ...]   one model
@@ -23,6 +25,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -201,14 +204,27 @@ def side(args, which):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def train_step_gflop(args, flags):
+    """The train step's matrix products at the batch, in GFLOP (lruc
+    --stats counts 2 m n k a product: a row per function, "A B + C" MFLOP
+    at batch B); None where the library has no train step."""
+    stats = subprocess.run([args.lruc, args.model, "--stats"] + flags,
+                           capture_output=True, text=True, check=True)
+    row = re.search(r"^@train_step\s+(?:\d+\s+){4}([0-9.]+) B \+ ([0-9.]+)",
+                    stats.stdout + stats.stderr, re.M)
+    return ((float(row[1]) * args.batch + float(row[2])) / 1e3 if row
+            else None)
+
+
 def compare(args):
     work = pathlib.Path(tempfile.mkdtemp(prefix="lruc-compare-"))
     args.library = work / "model.so"
     # A model shrunk with -D may no longer fit its task: drop the train
     # section then (the optimizer's defaults cost the same).
-    subprocess.run([args.lruc, args.model, "-o", str(args.library)] +
-                   [f"-D{d}" for d in args.defines] +
-                   (["--no-train"] if args.defines else []), check=True)
+    flags = ([f"-D{d}" for d in args.defines] +
+             (["--no-train"] if args.defines else []))
+    subprocess.run([args.lruc, args.model, "-o", str(args.library)] + flags,
+                   check=True)
     lruc = side(args, "lruc")
     torch = side(args, "torch")
     lruc_blas = lruc.pop("blas")
@@ -234,6 +250,22 @@ def compare(args):
                        for f in ("scan", "fft") if "skipped" not in torch[f]}}
         print(f"{op:18} {t * 1e3:10.3f} {cell('scan'):>11} {cell('fft')} "
               f"{ratio:8.1f}x")
+    # The train step's products alone at the rate PyTorch's reach in this
+    # run: how near lruc's step is to them, and the speed-up the faster
+    # PyTorch form would allow if lruc's step were its products alone (the
+    # ceiling where both sides run the same BLAS).
+    gflop = None if args.step_only else train_step_gflop(args, flags)
+    step = rows.get("train step")
+    if gflop and step and torch["sgemm GFLOP/s"] > 0:
+        products_s = gflop / torch["sgemm GFLOP/s"]
+        best = min([step[k] for k in ("torch_scan_s", "torch_fft_s")
+                    if step.get(k)], default=None)
+        step["products_gflop"] = gflop
+        print(f"  train step's products: {gflop:.3g} GFLOP, "
+              f"{products_s * 1e3:.3f} ms at the rate above; lruc's step "
+              f"{step['lruc_s'] / products_s:.2f}x that"
+              + (f", the faster PyTorch form {best / products_s:.1f}x"
+                 if best else ""))
     for f in ("scan", "fft"):
         if "skipped" in torch[f]:
             print(f"  torch {f}: skipped, {torch[f]['skipped']}")
