@@ -49,8 +49,7 @@ def cpu_multiplies_bf16():
     return "avx512_bf16" in flags or "amx_bf16" in flags
 if cpu_multiplies_bf16():
     config.available_features.add("cpu-bf16")
-# The sanitizer build (LRUC_SANITIZE): oneDNN's bfloat16 runs are left out
-# there, as NVRTC's are.
+# The sanitizer build (LRUC_SANITIZE), for tests left out of it.
 if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitizer")
 
