@@ -6,10 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <elf.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <system_error>
 #include <utility>
 
@@ -249,6 +253,50 @@ TrainSettings parseTrainSettings(std::string_view trainJson,
   return s;
 }
 
+namespace {
+
+/// Throws when `path` is a 64-bit ELF file shorter than its own headers say
+/// (a copy or a build cut short). dlopen maps such a file and the process
+/// dies of SIGBUS on the first page past its end, instead of an error.
+/// Anything else that is not a valid library is left to dlopen to refuse.
+void checkNotTruncated(const fs::path &path, const std::string &source) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header;
+  if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64)
+    return;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec)
+    return;
+  // Every end computed in 64 bits from 16- and 64-bit fields: a corrupt
+  // offset near 2^64 wraps, so it is compared before it is added to.
+  uint64_t needed = 0;
+  auto extent = [&](uint64_t offset, uint64_t bytes) {
+    needed = std::max(needed, offset > UINT64_MAX - bytes ? UINT64_MAX
+                                                          : offset + bytes);
+  };
+  extent(header.e_phoff, uint64_t(header.e_phnum) * header.e_phentsize);
+  extent(header.e_shoff, uint64_t(header.e_shnum) * header.e_shentsize);
+  if (needed <= size && header.e_phentsize == sizeof(Elf64_Phdr)) {
+    in.seekg(std::streamoff(header.e_phoff));
+    for (unsigned i = 0; i < header.e_phnum; ++i) {
+      Elf64_Phdr segment;
+      if (!in.read(reinterpret_cast<char *>(&segment), sizeof segment))
+        break;
+      extent(segment.p_offset, segment.p_filesz);
+    }
+  }
+  if (needed > size)
+    throw HostError(fmt::format(
+        "{}: truncated: {} bytes, but its ELF headers describe {} (a copy or "
+        "build cut short?): build it again with `lruc model.lru -o model.so`",
+        source, size, needed));
+}
+
+} // namespace
+
 ModelLibrary ModelLibrary::open(const fs::path &path) {
   ModelLibrary library;
   library.path_ = path;
@@ -264,6 +312,7 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
         "model.lru -o model.so`)",
         source));
 
+  checkNotTruncated(path, source);
   // dlopen searches the library path for a name without a slash; a path the
   // user typed is meant as a file.
   std::string openPath = path.has_parent_path() ? source : "./" + source;
