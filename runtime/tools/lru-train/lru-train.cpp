@@ -38,13 +38,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 
@@ -456,6 +461,67 @@ void removeStaleTemporaries(const fs::path &out) {
       fs::remove(entry.path(), ec);
   }
 }
+
+/// This process's hold on --out: an exclusive flock on the directory
+/// itself, so that a second lru-train on the same --out (a run started
+/// twice, a --resume while the run still goes) is refused instead of
+/// interleaving its checkpoints and metrics with this one's. No lock file:
+/// the kernel drops the lock when the process ends, however it ends.
+class RunDirectoryLock {
+public:
+  /// Creates `out` where it is missing; throws HostError if another
+  /// process holds it.
+  explicit RunDirectoryLock(const fs::path &out) : out_(out) {
+    // A directory removed between its creation and the lock (by a run that
+    // failed, see the destructor) is created and locked again.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::error_code ec;
+      created_ = fs::create_directories(out_, ec);
+      if (ec)
+        throw HostError(
+            fmt::format("{}: cannot create: {}", out_.string(), ec.message()));
+      fd_ = ::open(out_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd_ < 0)
+        throw HostError(fmt::format("{}: cannot open: {}", out_.string(),
+                                    std::strerror(errno)));
+      if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        const int error = errno;
+        ::close(fd_);
+        fd_ = -1;
+        if (error == EWOULDBLOCK)
+          throw HostError(fmt::format(
+              "{}: in use by another run (an lru-train process holds it until "
+              "it ends): wait for that run, or choose another --out",
+              out_.string()));
+        throw HostError(fmt::format("{}: cannot lock: {}", out_.string(),
+                                    std::strerror(error)));
+      }
+      struct stat st;
+      if (::fstat(fd_, &st) == 0 && st.st_nlink > 0)
+        return;
+      ::close(fd_);
+      fd_ = -1;
+    }
+    throw HostError(fmt::format(
+        "{}: removed each time it was created: cannot hold it", out_.string()));
+  }
+  RunDirectoryLock(const RunDirectoryLock &) = delete;
+  RunDirectoryLock &operator=(const RunDirectoryLock &) = delete;
+
+  /// A directory this run created and never wrote to (it failed before
+  /// starting) is removed again, so a failed run leaves nothing behind.
+  ~RunDirectoryLock() {
+    if (created_)
+      ::rmdir(out_.c_str()); // fails, as it should, once anything is in it
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+private:
+  fs::path out_;
+  int fd_ = -1;
+  bool created_ = false;
+};
 
 class Trainer {
 public:
@@ -943,6 +1009,8 @@ int trainMain(int argc, char **argv) {
   RunSettings s = settingsFrom(base, f, libraryName);
   const fs::path out = f.out.value_or("runs/" + manifest.model);
   const fs::path lastPath = out / "last.safetensors";
+  // Held before --out is read, for as long as the process runs.
+  const RunDirectoryLock outLock(out);
   std::error_code ec;
   std::optional<Checkpoint> resumed;
   std::optional<StoredSettings> stored;
@@ -1002,10 +1070,6 @@ int trainMain(int argc, char **argv) {
   if (gpu)
     gpu->reserve(std::max(s.microBatch(), s.evalBatch));
 
-  fs::create_directories(out, ec);
-  if (ec)
-    throw HostError(
-        fmt::format("{}: cannot create: {}", out.string(), ec.message()));
   removeStaleTemporaries(out);
 
   std::string device = fmt::format(
