@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 namespace lruc::syntax {
 namespace {
@@ -203,11 +204,20 @@ const auto quoted_def =
     x3::lexeme['"' > *(x3::char_ - '"' - x3::eol) > '"'];
 
 const auto number = x3::lexeme[real >> !(x3::alnum | '_' | '.')];
+/// A decimal number too large for a double (1e400), which `real` refuses:
+/// read as infinity, for the checks to report at the literal (instead of
+/// "expected an expression" there).
+const auto hugeNumber =
+    x3::lexeme[x3::omit[+x3::digit >> -('.' >> *x3::digit) >>
+                        -(x3::char_("eE") >> -x3::char_("+-") >> +x3::digit)] >>
+               x3::attr(std::numeric_limits<double>::infinity()) >>
+               !(x3::alnum | '_' | '.')];
 
 const auto elements_def = expression % ',';
 const auto primary_def =
-    (position >> number)[makeNumber] | (position >> quoted)[makeString] |
-    call[copyValue] | ('(' > expression > ')')[copyValue] |
+    (position >> number)[makeNumber] | (position >> hugeNumber)[makeNumber] |
+    (position >> quoted)[makeString] | call[copyValue] |
+    ('(' > expression > ')')[copyValue] |
     ((position >> '[') > -elements > -x3::lit(',') > ']')[makeList];
 const auto factor_def =
     ((position >> '-') > primary)[makeNegate] | primary[copyValue];

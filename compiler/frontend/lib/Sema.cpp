@@ -73,7 +73,9 @@ public:
 
 private:
   struct Constant {
-    double value;
+    /// None for a constant whose value was an error (reported there): its
+    /// uses are errors already said, not "unknown constant" again.
+    std::optional<double> value;
     ast::Loc loc;
   };
   struct Param {
@@ -161,6 +163,10 @@ private:
 std::optional<double> Sema::eval(const Expr &e) {
   switch (e->kind) {
   case ExprKind::Number:
+    if (!std::isfinite(e->number)) { // 1e400: past the largest double
+      diags_.error(e->loc, "the number is too large");
+      return std::nullopt;
+    }
     return e->number;
   case ExprKind::String:
     diags_.error(e->loc, "expected a number, found a string");
@@ -542,8 +548,7 @@ void Sema::let(const Stmt &s) {
     value = it->second; // -D NAME=VALUE wins over the file
   else
     value = eval(s.operands.front());
-  if (value)
-    constants_.emplace(name, Constant{*value, s.head->loc});
+  constants_.emplace(name, Constant{value, s.head->loc});
 }
 
 void Sema::input(const Stmt &s, ast::Model &m) {

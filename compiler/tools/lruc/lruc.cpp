@@ -34,6 +34,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -189,6 +190,12 @@ bool parseDefines(lruc::ConstantOverrides &overrides) {
     double number;
     if (name.empty() || value.empty() || value.getAsDouble(number)) {
       fail("-D expects NAME=NUMBER, got '" + define + "'");
+      return false;
+    }
+    // "inf", "nan" and 1e400 parse, but no size or setting can be one; an
+    // error here names the flag, not the first `let` that uses it.
+    if (!std::isfinite(number)) {
+      fail("-D " + name + ": '" + value + "' is not a finite number");
       return false;
     }
     overrides[name.str()] = number;
