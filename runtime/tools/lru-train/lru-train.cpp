@@ -382,7 +382,14 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
                size_t trainExamples, const StoredSettings *stored,
                const std::string &checkpoint) {
   s.trainExamples = int64_t(trainExamples);
-  s.batch = std::min<int64_t>(s.batch, s.trainExamples);
+  if (s.batch > s.trainExamples) {
+    std::fprintf(stderr,
+                 "%s: warning: a batch of %lld is more than the %lld training "
+                 "examples: batches of %lld (the whole training set)\n",
+                 kTool, (long long)s.batch, (long long)s.trainExamples,
+                 (long long)s.trainExamples);
+    s.batch = s.trainExamples;
+  }
   // The last partial batch of an epoch is dropped.
   s.stepsPerEpoch = s.trainExamples / s.batch;
   if (f.steps)

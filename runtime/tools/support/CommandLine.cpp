@@ -135,8 +135,17 @@ void DeviceFlags::check() const {
 }
 
 int threadsOrAllCores(const std::optional<int64_t> &threads) {
-  return int(threads.value_or(
-      std::max<unsigned>(1, std::thread::hardware_concurrency())));
+  const int64_t cores =
+      std::max<unsigned>(1, std::thread::hardware_concurrency());
+  // More threads than this only queue for the cores (and 2^32 of them
+  // wrapped around int); the flag's check has made sure it is positive.
+  constexpr int64_t kMostThreads = 1024;
+  if (threads && *threads > kMostThreads)
+    throw UsageError(fmt::format("--threads must be at most {}, not {} (this "
+                                 "machine has {} core{})",
+                                 kMostThreads, *threads, cores,
+                                 cores == 1 ? "" : "s"));
+  return int(threads.value_or(cores));
 }
 
 int runTool(const std::string &tool, int (*body)(int, char **), int argc,

@@ -68,7 +68,8 @@ struct DeviceFlags {
   std::string matmulOrFp32() const { return matmul.value_or("fp32"); }
 };
 
-/// `--threads N`'s value, or one thread per core when not given.
+/// `--threads N`'s value, or one thread per core when not given; throws
+/// UsageError above 1024.
 int threadsOrAllCores(const std::optional<int64_t> &threads);
 
 /// Runs `body`, turning a UsageError into "TOOL: error: MESSAGE" + a hint
