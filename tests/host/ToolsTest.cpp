@@ -374,7 +374,8 @@ TEST_F(Tools, EvalMatchesTheRunsValidationAndDumpsABatch) {
   r = tool({LRU_EVAL, LRUC_FAKE_MODEL, best, "--data", data_->path().string(),
             "--dump-batch", dump.string(), "--batch-index", "9"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("--batch-index 9: the split has 4 batches of 32"),
+  EXPECT_NE(r.output.find("--batch-index 9: no such batch (the split has 4 "
+                          "batches of 32: 0 to 3)"),
             std::string::npos)
       << r.output;
   lruc::host::testing::writeBytes(out("bad.safetensors"), "garbage");

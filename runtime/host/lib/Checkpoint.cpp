@@ -162,6 +162,19 @@ Checkpoint decodeCheckpoint(std::string bytes, const std::string &name,
 
 Checkpoint loadCheckpoint(const fs::path &path, const Manifest &manifest,
                           OptimizerState optimizer) {
+  // A run's directory where its checkpoint was meant: name the files in it.
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> inside;
+    for (const char *name : {"best.safetensors", "last.safetensors"})
+      if (fs::is_regular_file(path / name, ec))
+        inside.push_back((path / name).string());
+    if (!inside.empty())
+      throw HostError(fmt::format(
+          "{}: is a run's directory, not a checkpoint: pass one of its "
+          "checkpoints ({})",
+          path.string(), fmt::join(inside, " or ")));
+  }
   return decodeCheckpoint(readWholeFile(path), path.string(), manifest,
                           optimizer);
 }

@@ -282,6 +282,12 @@ void writeFileAtomically(const fs::path &path, std::string_view bytes) {
 }
 
 std::ifstream openForReading(const fs::path &path, std::ios::openmode mode) {
+  // A directory opens as a stream whose first read throws libstdc++'s
+  // "basic_filebuf::underflow error", which names no file.
+  std::error_code dirEc;
+  if (fs::is_directory(path, dirEc))
+    throw HostError(
+        fmt::format("{}: is a directory, not a file", path.string()));
   std::ifstream in(path, mode);
   if (!in) {
     std::error_code ec;

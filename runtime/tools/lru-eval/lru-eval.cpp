@@ -71,6 +71,13 @@ data::Split parseSplit(const std::string &name) {
       fmt::format("--split {}: unknown (known: test, val, train)", name));
 }
 
+/// "the split has 12 batches of 64: 0 to 11", for an index out of range.
+std::string whatTheSplitHas(size_t count, const std::string &things) {
+  if (count == 0)
+    return "the split is empty";
+  return fmt::format("the split has {} {}: 0 to {}", count, things, count - 1);
+}
+
 /// Writes inputs, outputs and (optionally) gradients of one batch.
 void dumpBatch(const ModelLibrary &library, const Checkpoint &checkpoint,
                const data::Dataset &dataset, int64_t batchSize,
@@ -79,10 +86,11 @@ void dumpBatch(const ModelLibrary &library, const Checkpoint &checkpoint,
   const Manifest &m = library.manifest();
   const size_t begin = size_t(batchIndex) * size_t(batchSize);
   if (batchIndex < 0 || begin >= dataset.size())
-    throw UsageError(fmt::format(
-        "--batch-index {}: the split has {} batches of {}", batchIndex,
-        (dataset.size() + size_t(batchSize) - 1) / size_t(batchSize),
-        batchSize));
+    throw UsageError(
+        fmt::format("--batch-index {}: no such batch ({})", batchIndex,
+                    whatTheSplitHas((dataset.size() + size_t(batchSize) - 1) /
+                                        size_t(batchSize),
+                                    fmt::format("batches of {}", batchSize))));
   const size_t end = std::min(dataset.size(), begin + size_t(batchSize));
   std::vector<size_t> indices(end - begin);
   std::iota(indices.begin(), indices.end(), begin);
@@ -171,8 +179,8 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
                    std::optional<int64_t> every) {
   const Manifest &m = library.manifest();
   if (index < 0 || size_t(index) >= dataset.size())
-    throw UsageError(fmt::format("--stream {}: the split has {} examples",
-                                 index, dataset.size()));
+    throw UsageError(fmt::format("--stream {}: no such example ({})", index,
+                                 whatTheSplitHas(dataset.size(), "examples")));
   data::Batch batch = data::gather(dataset, {size_t(index)});
   std::vector<const void *> inputs = bindInputs(m, batch);
   const int64_t steps = batch.lengths.empty() ? batch.length

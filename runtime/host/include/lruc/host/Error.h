@@ -21,8 +21,8 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// `path` opened for reading; HostError "PATH: no such file" or
-/// "PATH: cannot open: REASON" otherwise.
+/// `path` opened for reading; HostError "PATH: no such file", "PATH: is a
+/// directory, not a file" or "PATH: cannot open: REASON" otherwise.
 std::ifstream openForReading(const std::filesystem::path &path,
                              std::ios::openmode mode = std::ios::in);
 
