@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
@@ -219,6 +220,51 @@ TEST_F(PtxCache, ModelsTakeTheUsersOptions) {
   EXPECT_NE(error.find("LRUC_NVRTC_OPTIONS=--no-such-option"),
             std::string::npos)
       << error;
+}
+
+// A device newer than this NVRTC knows (a new GPU, an older toolkit) gets
+// PTX for the newest architecture NVRTC has below it, which the driver
+// compiles for the device, and the warning says so; a device older than
+// every architecture NVRTC knows is an error naming both.
+TEST_F(PtxCache, ADeviceNewerThanNvrtcGetsItsNewestPtx) {
+  const SavedEnvironment saved({"LRUC_CACHE_DIR", "LRUC_NVRTC_OPTIONS"});
+  setenv("LRUC_CACHE_DIR", temp.path().c_str(), 1);
+  unsetenv("LRUC_NVRTC_OPTIONS");
+  std::string error, note;
+  const std::vector<int> known = lruc::cuda::nvrtcSupportedArchs(error);
+  ASSERT_FALSE(known.empty()) << error;
+  const std::string newest =
+      std::to_string(*std::max_element(known.begin(), known.end()));
+  const std::string oldest =
+      std::to_string(*std::min_element(known.begin(), known.end()));
+
+  EXPECT_EQ(lruc::cuda::ptxArchitecture("sm_" + newest, note, error),
+            "compute_" + newest);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(lruc::cuda::ptxArchitecture("sm_999", note, error),
+            "compute_" + newest);
+  EXPECT_NE(note.find("does not compile for sm_999; PTX for compute_" + newest),
+            std::string::npos)
+      << note;
+
+  std::string ptx, warning;
+  PtxCacheOutcome outcome{};
+  ASSERT_TRUE(lruc::cuda::compileModelPtx(kSource, "sm_999", ptx, outcome,
+                                          warning, error))
+      << error;
+  EXPECT_NE(ptx.find(".target sm_" + newest), std::string::npos);
+  EXPECT_EQ(warning, note);
+
+  EXPECT_EQ(lruc::cuda::ptxArchitecture("sm_10", note, error), "");
+  EXPECT_NE(error.find("no architecture as old as the device's sm_10 (its "
+                       "oldest: sm_" +
+                       oldest + ")"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(lruc::cuda::compileModelPtx(kSource, "sm_10", ptx, outcome,
+                                           warning, error));
+  EXPECT_EQ(lruc::cuda::ptxArchitecture("gpu", note, error), "");
+  EXPECT_NE(error.find("not a device architecture: 'gpu'"), std::string::npos);
 }
 
 TEST(PtxCacheDirectory, FollowsTheEnvironment) {

@@ -261,8 +261,10 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   unsigned jobs = 1;
   if (!compileJobs(jobs, error))
     return false;
+  // A name with a '/' comes back as it is, found or not: checked here, so
+  // that a missing compiler is not reported as the generated code failing.
   auto program = llvm::sys::findProgramByName(compiler.command);
-  if (!program) {
+  if (!program || !llvm::sys::fs::can_execute(*program)) {
     error = "cannot find the host C++ compiler '" + compiler.command +
             "' (set LRUC_CXX to override)";
     return false;
@@ -271,7 +273,7 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   std::vector<std::string> launch;
   if (!compiler.launcher.empty()) {
     auto launcher = llvm::sys::findProgramByName(compiler.launcher);
-    if (!launcher) {
+    if (!launcher || !llvm::sys::fs::can_execute(*launcher)) {
       error = "cannot find the compiler launcher '" + compiler.launcher +
               "' (LRUC_CXX_LAUNCHER)";
       return false;
@@ -457,6 +459,22 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
       number < 70) {
     error = "--gpu-arch expects sm_NN (NN >= 70, e.g. sm_80, sm_90), got '" +
             gpuArch + "'";
+    return false;
+  }
+  // An architecture this NVRTC does not know is the user's to change, not
+  // a failure of the generated source.
+  std::string archError;
+  const std::vector<int> archs = cuda::nvrtcSupportedArchs(archError);
+  if (!archs.empty() &&
+      std::find(archs.begin(), archs.end(), int(number)) == archs.end()) {
+    std::string known;
+    for (int a : archs)
+      known += (known.empty() ? "sm_" : ", sm_") + std::to_string(a);
+    std::string versionError;
+    const std::string version = cuda::nvrtcVersion(versionError);
+    error = "--gpu-arch " + gpuArch + ": this NVRTC" +
+            (version.empty() ? "" : " (" + version + ")") +
+            " does not compile for it; it does for " + known;
     return false;
   }
   std::string compileError;

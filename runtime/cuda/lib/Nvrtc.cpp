@@ -31,6 +31,9 @@ struct NvrtcApi {
   nvrtcResult (*getProgramLog)(nvrtcProgram, char *);
   nvrtcResult (*getPTXSize)(nvrtcProgram, size_t *);
   nvrtcResult (*getPTX)(nvrtcProgram, char *);
+  // Since NVRTC 11.2; null in an older one.
+  nvrtcResult (*getNumSupportedArchs)(int *);
+  nvrtcResult (*getSupportedArchs)(int *);
 };
 
 /// The process's NVRTC, opened once; null with the reason in `failure`.
@@ -58,6 +61,12 @@ const NvrtcApi *openNvrtc(std::string &failure) {
     bind(table->getProgramLog, "nvrtcGetProgramLog");
     bind(table->getPTXSize, "nvrtcGetPTXSize");
     bind(table->getPTX, "nvrtcGetPTX");
+    table->getNumSupportedArchs =
+        reinterpret_cast<decltype(table->getNumSupportedArchs)>(
+            dlsym(handle, "nvrtcGetNumSupportedArchs"));
+    table->getSupportedArchs =
+        reinterpret_cast<decltype(table->getSupportedArchs)>(
+            dlsym(handle, "nvrtcGetSupportedArchs"));
     reason = bind.failure();
     if (bind.complete())
       api = std::move(table);
@@ -78,6 +87,24 @@ std::string nvrtcVersion(std::string &error) {
     return "";
   }
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<int> nvrtcSupportedArchs(std::string &error) {
+  const NvrtcApi *api = openNvrtc(error);
+  if (!api)
+    return {};
+  int count = 0;
+  if (!api->getNumSupportedArchs || !api->getSupportedArchs ||
+      api->getNumSupportedArchs(&count) != kNvrtcSuccess || count <= 0) {
+    error = "this NVRTC does not list the architectures it supports";
+    return {};
+  }
+  std::vector<int> archs(size_t(count), 0);
+  if (api->getSupportedArchs(archs.data()) != kNvrtcSuccess) {
+    error = "nvrtcGetSupportedArchs failed";
+    return {};
+  }
+  return archs;
 }
 
 bool compileToPtx(const std::string &source, const std::string &sourceName,

@@ -22,6 +22,7 @@
 #include "lruc/core/Files.h"
 #include "lruc/cuda/Nvrtc.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -202,18 +203,54 @@ std::vector<std::string> modelNvrtcOptions() {
   return options;
 }
 
+std::string ptxArchitecture(const std::string &deviceArch, std::string &note,
+                            std::string &error) {
+  note.clear();
+  int device = 0;
+  if (deviceArch.rfind("sm_", 0) != 0 ||
+      std::sscanf(deviceArch.c_str() + 3, "%d", &device) != 1) {
+    error = "not a device architecture: '" + deviceArch + "' (sm_NN)";
+    return "";
+  }
+  std::string listError;
+  const std::vector<int> known = nvrtcSupportedArchs(listError);
+  if (known.empty() ||
+      std::find(known.begin(), known.end(), device) != known.end())
+    return "compute_" + std::to_string(device); // NVRTC's own error if any
+  int newestBelow = 0;
+  for (int arch : known)
+    if (arch < device)
+      newestBelow = std::max(newestBelow, arch);
+  std::string version = nvrtcVersion(listError);
+  if (newestBelow == 0) {
+    error = "this NVRTC (" + version +
+            ") compiles for no architecture as "
+            "old as the device's " +
+            deviceArch + " (its oldest: sm_" +
+            std::to_string(*std::min_element(known.begin(), known.end())) + ")";
+    return "";
+  }
+  note = "NVRTC " + version + " does not compile for " + deviceArch +
+         "; PTX for compute_" + std::to_string(newestBelow) +
+         ", which the driver compiles for the device (a newer CUDA toolkit's "
+         "NVRTC would target it directly)";
+  return "compute_" + std::to_string(newestBelow);
+}
+
 bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                      std::string &ptx, PtxCacheOutcome &outcome,
                      std::string &warning, std::string &error) {
-  if (deviceArch.rfind("sm_", 0) != 0) {
-    error = "not a device architecture: '" + deviceArch + "' (sm_NN)";
+  std::string note;
+  const std::string arch = ptxArchitecture(deviceArch, note, error);
+  if (arch.empty())
     return false;
-  }
   const std::vector<std::string> options = modelNvrtcOptions();
-  if (compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu",
-                         "compute_" + deviceArch.substr(3), options, ptx,
-                         outcome, warning, error))
+  if (compileToPtxCached(defaultPtxCacheDirectory(), source, "model.cu", arch,
+                         options, ptx, outcome, warning, error)) {
+    if (!note.empty())
+      warning = warning.empty() ? note : note + "; " + warning;
     return true;
+  }
   // An option NVRTC rejects fails every model: say where it came from.
   if (!options.empty()) {
     while (!error.empty() &&

@@ -19,6 +19,11 @@ namespace lruc::cuda {
 /// under /usr/local/cuda/lib64).
 std::string nvrtcVersion(std::string &error);
 
+/// The architectures this NVRTC compiles for (75 for sm_75 / compute_75,
+/// ...), as it lists them; empty with a message in `error` when it cannot
+/// be opened or does not list them (before NVRTC 11.2).
+std::vector<int> nvrtcSupportedArchs(std::string &error);
+
 /// Compiles the CUDA C++ `source` to PTX for `arch` (e.g. "compute_80"),
 /// with `extraOptions` after lruc's own (C++17, fused multiply-adds).
 /// On failure returns false with NVRTC's log in `error`, its lines naming

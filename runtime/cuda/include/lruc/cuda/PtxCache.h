@@ -42,12 +42,22 @@ bool compileToPtxCached(const std::string &directory, const std::string &source,
 /// Empty when unset.
 std::vector<std::string> modelNvrtcOptions();
 
+/// The virtual architecture NVRTC compiles PTX for on a device of
+/// `deviceArch` ("sm_90"): the device's own ("compute_90"), or, for a
+/// device newer than this NVRTC knows, the newest one it knows below it
+/// (PTX runs on later devices: the driver compiles it), with why in
+/// `note`. "" with the reason in `error` for a malformed name or a device
+/// older than every architecture NVRTC knows.
+std::string ptxArchitecture(const std::string &deviceArch, std::string &note,
+                            std::string &error);
+
 /// The PTX a Device loads for a model library's CUDA source on a device of
-/// architecture `deviceArch` ("sm_90"): for the device's own virtual
+/// architecture `deviceArch` ("sm_90"): for ptxArchitecture's virtual
 /// architecture (the driver compiles it for the device when the module
-/// loads), with modelNvrtcOptions(), through the cache in
-/// defaultPtxCacheDirectory(). What compileToPtxCached returns. Also what
-/// bench/gpu/kit.sh fills a kit's cache with ahead of time (lruc-kit-ptx).
+/// loads; its note, when it has one, leads `warning`), with
+/// modelNvrtcOptions(), through the cache in defaultPtxCacheDirectory().
+/// What compileToPtxCached returns. Also what bench/gpu/kit.sh fills a
+/// kit's cache with ahead of time (lruc-kit-ptx).
 bool compileModelPtx(const std::string &source, const std::string &deviceArch,
                      std::string &ptx, PtxCacheOutcome &outcome,
                      std::string &warning, std::string &error);
