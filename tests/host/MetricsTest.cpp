@@ -59,6 +59,19 @@ TEST(Metrics, ResumingDropsWhatCameAfterTheCheckpoint) {
   EXPECT_DOUBLE_EQ(entries[2].loss, 0.5);
 }
 
+// lru-plot on a run that is writing its log: a last line not yet whole (no
+// newline) is not a record; a whole line that is not JSON still is an error.
+TEST(Metrics, ALastLineBeingWrittenIsPassedOver) {
+  TempDir dir;
+  const std::string file = (dir / "m.jsonl").string();
+  writeBytes(file, "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo");
+  std::vector<MetricsEntry> entries = readMetrics(file);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].step, 1);
+  writeBytes(file, "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo\n");
+  EXPECT_THROW(readMetrics(file), HostError);
+}
+
 TEST(Metrics, MalformedLinesNameTheLine) {
   TempDir dir;
   const std::string file = (dir / "m.jsonl").string();

@@ -103,6 +103,10 @@ std::vector<MetricsEntry> readMetrics(const fs::path &path) {
     try {
       entry = json::parse(line);
     } catch (const json::exception &e) {
+      // A last line without its newline is one the run is writing now (or
+      // was writing when it was killed): not a record yet.
+      if (in.eof())
+        break;
       // "[json.exception.parse_error.101] parse error at line 1, ...": the
       // part after the tag says where and why.
       std::string why = e.what();
