@@ -493,15 +493,21 @@ public:
                                     std::strerror(errno)));
       if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         const int error = errno;
-        ::close(fd_);
-        fd_ = -1;
-        if (error == EWOULDBLOCK)
+        if (error == EWOULDBLOCK) {
+          ::close(fd_);
+          fd_ = -1;
           throw HostError(fmt::format(
               "{}: in use by another run (an lru-train process holds it until "
               "it ends): wait for that run, or choose another --out",
               out_.string()));
-        throw HostError(fmt::format("{}: cannot lock: {}", out_.string(),
-                                    std::strerror(error)));
+        }
+        // A file system without flock on directories (some network ones):
+        // the run goes on, unguarded, rather than not at all.
+        std::fprintf(stderr,
+                     "%s: warning: %s: cannot lock (%s): a second lru-train "
+                     "on it would not be refused\n",
+                     kTool, out_.c_str(), std::strerror(error));
+        return;
       }
       struct stat st;
       if (::fstat(fd_, &st) == 0 && st.st_nlink > 0)
