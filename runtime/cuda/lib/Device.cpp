@@ -297,6 +297,7 @@ bool Device::loadKernels(const std::string &source, const char *const *names,
   PtxCacheOutcome outcome;
   if (!compileModelPtx(source, arch_, ptx, outcome, warning, error))
     return false;
+  kernelWarning_ = warning;
   // Machine code a kit brought for this PTX, where the driver takes it (a
   // driver older than the ptxas that made it does not): no compile here.
   std::string code;

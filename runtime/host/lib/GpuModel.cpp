@@ -83,6 +83,9 @@ std::unique_ptr<GpuModel> GpuModel::openForDevice(const ModelLibrary &library,
                tool, gpu->deviceDescription().c_str(),
                cache.empty() ? "" : "; cached in ", cache.c_str());
   gpu->loadKernels();
+  if (const std::string &warning = gpu->device_->kernelWarning();
+      !warning.empty())
+    std::fprintf(stderr, "%s: warning: %s\n", tool, warning.c_str());
   return gpu;
 }
 

@@ -71,6 +71,10 @@ public:
   /// Where loadKernels found the kernels: "machine code from the cache" (a
   /// kit's, findMachineCode) or "PTX, compiled by the driver".
   const std::string &kernelsFrom() const { return kernelsFrom_; }
+  /// What loadKernels could do but not as it should, for the caller to
+  /// show: the PTX cache not written, PTX for an older architecture than
+  /// the device's (compileModelPtx's warning); empty when nothing.
+  const std::string &kernelWarning() const { return kernelWarning_; }
 
   /// The schedule's callbacks on this device (after loadKernels).
   const lruc_gpu_ops *ops() const { return &ops_; }
@@ -180,7 +184,7 @@ private:
   int endTimed();
   bool timing_ = false;
   std::vector<TimedLaunch> timed_; ///< not yet read by kernelTimes
-  std::string name_, arch_, kernelsFrom_;
+  std::string name_, arch_, kernelsFrom_, kernelWarning_;
   lruc_gpu_ops ops_{};
 };
 
