@@ -212,6 +212,20 @@ TEST(Init, LruNuIsUniformOnTheRing) {
               6 * (high - low) / std::sqrt(12.0 * kSamples));
 }
 
+// A ring whose radius squares to 0 in double still gives a finite nu_log
+// (+inf would make its gradient NaN), of a radius within the ring.
+TEST(Init, LruNuOfATinyRingIsFinite) {
+  InitSpec spec;
+  spec.kind = InitKind::LruNu;
+  spec.rMin = 0;
+  spec.rMax = 1e-200;
+  for (double x : init(spec, "blocks.0.lru.nu_log")) {
+    ASSERT_TRUE(std::isfinite(x));
+    // |λ| = exp(-exp(x)) <= 1e-200: log |λ| = -exp(x) <= log(1e-200).
+    ASSERT_GE(std::exp(x), -std::log(1e-200) * (1 - 1e-6));
+  }
+}
+
 TEST(Init, LruThetaWithinMaxPhase) {
   InitSpec spec;
   spec.kind = InitKind::LruTheta;

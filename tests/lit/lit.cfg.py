@@ -27,7 +27,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.lruc_tools_dir, append_path=True)
 tools = ["lruc", "lruc-opt", "lru-train", "lru-eval", "lru-predict", "lru-plot", "lru-data",
-         "lruc-simulated-kernels", "lruc-gpu-plan", "FileCheck", "not",
+         "lruc-simulated-kernels", "lruc-gpu-plan", "lruc-random-model",
+         "FileCheck", "not",
          "count"]
 llvm_config.add_tool_substitutions(tools, [config.lruc_tools_dir, config.llvm_tools_dir])
 

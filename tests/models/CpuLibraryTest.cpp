@@ -13,6 +13,7 @@
 #include "GpuScheduleCheck.h"
 #include "GpuSimulator.h"
 #include "ModelFixture.h"
+#include "RandomModel.h"
 
 #include "lruc/Codegen.h"
 #include "lruc/cuda/Device.h"
@@ -349,6 +350,7 @@ class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   const ModelCase &c = GetParam();
+  SCOPED_TRACE(c.source); // a random model's text, to reproduce it
   BuiltModel built;
   buildModel(c, built);
   if (HasFatalFailure())
@@ -1333,5 +1335,11 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuDeviceBf16,
 
 INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::smallModelCases()),
                          [](const auto &info) { return info.param.name; });
+
+// Combinations of the language's constructs that no file of the tree has.
+INSTANTIATE_TEST_SUITE_P(
+    RandomModels, CpuLibrary,
+    ::testing::ValuesIn(lruc::testing::randomModelCases(/*count=*/8)),
+    [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -71,7 +71,9 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
   context.loadDialect<lru::LRUDialect, mlir::func::FuncDialect,
                       mlir::arith::ArithDialect>();
   SourceFile source{c.path,
-                    readFile(std::string(LRUC_SOURCE_DIR "/") + c.path)};
+                    c.source.empty()
+                        ? readFile(std::string(LRUC_SOURCE_DIR "/") + c.path)
+                        : c.source};
   std::ostringstream frontendErrors;
   DiagnosticEngine diags(source, frontendErrors);
   std::optional<ast::Model> model =

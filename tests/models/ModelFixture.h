@@ -24,11 +24,13 @@
 
 namespace lruc::testing {
 
-/// A model file of the source tree and the constants that shrink it.
+/// A model file of the source tree and the constants that shrink it, or a
+/// model's text itself (`source`, then `path` only names it).
 struct ModelCase {
   std::string name;                        ///< the test's name
   std::string path;                        ///< relative to the source root
   std::map<std::string, double> overrides; ///< `-D NAME=VALUE`
+  std::string source;                      ///< the text, if not the file's
 };
 
 /// Every model of models/ and examples/ at a small size (L=6, H=4, N=3,

@@ -119,7 +119,8 @@ private:
   bool realListArg(const Bound &b, std::string_view name,
                    std::vector<double> &out, double min, double max);
   /// The arguments every diagonal recurrence takes: state size and the ring
-  /// (r_min <= r_max within [0, 1], max_phase in (0, 2pi]).
+  /// (r_min <= r_max, r_min in [0, 1), r_max in (0, 1], max_phase in
+  /// (0, 2pi]).
   bool ringArgs(const Bound &b, ast::Loc loc, int64_t &state, double &rMin,
                 double &rMax, double &maxPhase);
   bool activationArg(const Bound &b, std::string_view name,
@@ -481,8 +482,11 @@ bool Sema::intArg(const Bound &b, std::string_view name, int64_t &out,
 bool Sema::ringArgs(const Bound &b, ast::Loc loc, int64_t &state,
                     double &rMin, double &rMax, double &maxPhase) {
   bool ok = intArg(b, "state", state, 1, kMaxWidth);
-  ok &= realArg(b, "r_min", rMin, 0, 1);
-  ok &= realArg(b, "r_max", rMax, 0, 1);
+  // A ring of radius 0 puts nu_log at +inf (its gradient is NaN from the
+  // first step); one of radius 1 alone gives gamma = 0 (B's input never
+  // reaches the state). So r_min < 1 and r_max > 0.
+  ok &= realArg(b, "r_min", rMin, 0, 1, /*minOpen=*/false, /*maxOpen=*/true);
+  ok &= realArg(b, "r_max", rMax, 0, 1, /*minOpen=*/true);
   ok &= realArg(b, "max_phase", maxPhase, 0, 2 * kPi, true);
   if (ok && rMin > rMax) {
     diags_.error(argLoc(b, "r_min", loc),

@@ -33,7 +33,13 @@ double drawn(const InitSpec &spec, double u1, double u2) {
   case InitKind::LruNu: {
     double r2 = u1 * (spec.rMax * spec.rMax - spec.rMin * spec.rMin) +
                 spec.rMin * spec.rMin;
-    return std::log(-0.5 * std::log(r2));
+    if (r2 > 0)
+      return std::log(-0.5 * std::log(r2));
+    // r_max below about 1e-154 squares to 0 in double: the same logarithm
+    // with r_max² taken out, finite for every r_max > 0.
+    double q = spec.rMin / spec.rMax;
+    return std::log(-0.5 * (2 * std::log(spec.rMax) +
+                            std::log(u1 * (1 - q * q) + q * q)));
   }
   case InitKind::LruTheta:
     return std::log(spec.maxPhase * u1);

@@ -1,0 +1,211 @@
+//===- RandomModel.cpp - Random valid model files for differential tests --===//
+
+#include "RandomModel.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace lruc::testing {
+
+namespace {
+
+/// splitmix64: the same numbers from a seed on every platform (the
+/// standard library's distributions are not specified bit for bit).
+class Draw {
+public:
+  explicit Draw(uint64_t seed) : state_(seed) {}
+
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// An integer in [lo, hi].
+  int64_t between(int64_t lo, int64_t hi) {
+    return lo + int64_t(next() % uint64_t(hi - lo + 1));
+  }
+  /// True with probability `p`.
+  bool chance(double p) { return double(next() >> 11) * 0x1.0p-53 < p; }
+  /// One of `choices`.
+  template <typename T> const T &pick(const std::vector<T> &choices) {
+    return choices[size_t(between(0, int64_t(choices.size()) - 1))];
+  }
+  /// A value in [lo, hi] to two decimals.
+  double decimal(double lo, double hi) {
+    return double(between(std::llround(lo * 100), std::llround(hi * 100))) /
+           100;
+  }
+
+private:
+  uint64_t state_;
+};
+
+/// A layer that keeps the width, or `linear` to another one (`width` follows).
+std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
+                        int64_t maxState) {
+  switch (draw.between(0, 10)) {
+  case 0:
+  case 1:
+  case 2: {
+    double rMin = draw.decimal(0, 0.9);
+    double rMax = draw.decimal(std::max(rMin, 0.01), 0.99); // r_max > 0
+    std::string args = fmt::format("state: {}", draw.between(1, maxState));
+    if (draw.chance(0.6))
+      args += fmt::format(", r_min: {}, r_max: {}", rMin, rMax);
+    if (draw.chance(0.3))
+      args += fmt::format(", max_phase: {}", draw.decimal(0.1, 6.28));
+    if (draw.chance(0.35))
+      args += ", bidirectional: true";
+    if (draw.chance(0.25))
+      args += ", gamma_norm: false";
+    return fmt::format("lru({})", args);
+  }
+  case 3: {
+    double rMin = draw.decimal(0, 0.9);
+    return fmt::format("glru(state: {}, form: {}, r_min: {}, r_max: {})",
+                       draw.between(1, maxState),
+                       draw.pick<std::string>({"plain", "stable", "normalized"}),
+                       rMin, draw.decimal(std::max(rMin, 0.01), 0.99));
+  }
+  case 4: {
+    // To another width, or back to the model's.
+    width = draw.chance(0.5) && width != modelWidth ? modelWidth
+                                                    : draw.between(1, 6);
+    return draw.chance(0.3) ? fmt::format("linear(width: {}, bias: false)", width)
+                            : fmt::format("linear({})", width);
+  }
+  case 5:
+    return draw.chance(0.5) ? "glu" : "glu(variant: half)";
+  case 6:
+    return draw.chance(0.3) ? "gelu(approximate: true)" : "gelu";
+  case 7:
+    return draw.pick<std::string>({"relu", "tanh"});
+  case 8:
+    return fmt::format("mlp(hidden: {}, activation: {})", draw.between(1, 6),
+                       draw.pick<std::string>({"gelu", "relu", "tanh"}));
+  default:
+    return fmt::format("dropout({})", draw.decimal(0.05, 0.5));
+  }
+}
+
+} // namespace
+
+std::string randomModelSource(uint64_t seed) {
+  Draw draw(seed);
+  // Now and then a long sequence and many states: on the GPU, scans over
+  // several tiles of steps and more than one block of channels; on the
+  // CPU, sums in more than one chunk of rows and scans split by channels.
+  bool large = draw.chance(0.08);
+  int64_t length = large               ? draw.between(200, 300)
+                   : draw.chance(0.15) ? draw.between(1, 2)
+                                       : draw.between(3, 9);
+  int64_t width = draw.between(1, 6);
+  int64_t maxState = large ? 40 : 5;
+  enum class Input { Tokens, Features, Pairs };
+  Input input = draw.chance(0.15)  ? Input::Pairs
+                : draw.chance(0.5) ? Input::Tokens
+                                   : Input::Features;
+
+  std::string text = fmt::format("# random model, seed {}\nmodel random_{} {{\n",
+                                 seed, seed);
+  int64_t vocab = draw.between(2, 20);
+  switch (input) {
+  case Input::Tokens:
+    text += fmt::format("  input tokens(vocab: {}, length: {})\n", vocab, length);
+    break;
+  case Input::Pairs:
+    text += fmt::format("  input token_pairs(vocab: {}, length: {})\n", vocab,
+                        length);
+    break;
+  case Input::Features:
+    text += fmt::format("  input features(channels: {}, length: {})\n",
+                        draw.between(1, 3), length);
+    break;
+  }
+  text += fmt::format("  encoder {}({})\n",
+                      input == Input::Features ? "linear" : "embedding", width);
+
+  for (int64_t b = 0, blocks = draw.between(1, 3); b < blocks; ++b) {
+    std::string repeat = draw.chance(0.25) ? " x2" : "";
+    text += fmt::format("  block{} {{\n", repeat);
+    // No LayerNorm of one feature: its output is its bias alone (0 at
+    // init), which sets a ReLU after it on its kink, where finite
+    // differences say nothing.
+    std::vector<std::string> norms = {"batch", "none"};
+    if (width > 1)
+      norms.push_back("layer");
+    if (!draw.chance(0.1))
+      text += fmt::format("    norm {}\n", draw.pick(norms));
+    int64_t current = width;
+    for (int64_t l = 0, layers = draw.between(1, 4); l < layers; ++l)
+      text += "    " + randomLayer(draw, current, width, maxState) + "\n";
+    if (current != width)
+      text += fmt::format("    linear({})\n", width);
+    text += "  }\n";
+  }
+
+  // Two towers must be pooled and end in the retrieval head.
+  bool pooled = input == Input::Pairs || !draw.chance(0.3);
+  text += fmt::format("  pool {}\n",
+                      !pooled ? "none" : draw.chance(0.6) ? "mean" : "last");
+  bool classify = draw.chance(0.6);
+  int64_t classes = classify ? draw.between(2, 4) : draw.between(1, 3);
+  if (input == Input::Pairs)
+    text += fmt::format("  head retrieval(classes: {}, hidden: {}, activation: {})\n",
+                        classes, draw.between(1, 6),
+                        draw.pick<std::string>({"gelu", "relu", "tanh"}));
+  else
+    text += fmt::format("  head linear({})\n", classes);
+
+  if (classify) {
+    std::vector<std::string> args;
+    if (draw.chance(0.3)) {
+      // Weights of at least 0, not all 0.
+      std::string weights;
+      for (int64_t k = 0; k < classes; ++k)
+        weights += fmt::format("{}{}", k ? ", " : "",
+                               k == 0 ? draw.decimal(0.1, 3) : draw.decimal(0, 3));
+      args.push_back(fmt::format("class_weights: [{}]", weights));
+    }
+    if (draw.chance(0.3))
+      args.push_back(fmt::format("label_smoothing: {}", draw.decimal(0.01, 0.5)));
+    text += "  loss cross_entropy";
+    if (!args.empty())
+      text += fmt::format("({})", fmt::join(args, ", "));
+    text += "\n";
+  } else {
+    switch (draw.between(0, 2)) {
+    case 0:
+      text += "  loss mse\n";
+      break;
+    case 1:
+      text += "  loss l1\n";
+      break;
+    default:
+      text += fmt::format("  loss huber(delta: {})\n", draw.decimal(0.05, 2));
+    }
+  }
+  return text + "}\n";
+}
+
+std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first) {
+  if (const char *n = std::getenv("LRUC_RANDOM_MODELS"))
+    count = unsigned(std::strtoul(n, nullptr, 10));
+  if (const char *s = std::getenv("LRUC_RANDOM_MODEL_SEED"))
+    first = std::strtoull(s, nullptr, 10);
+  std::vector<ModelCase> cases;
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    ModelCase c;
+    c.name = fmt::format("random_{}", seed);
+    c.path = c.name + ".lru";
+    c.source = randomModelSource(seed);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+} // namespace lruc::testing

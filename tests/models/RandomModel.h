@@ -1,0 +1,35 @@
+//===- RandomModel.h - Random valid model files for differential tests -*- C++ -*-===//
+//
+// A model file drawn from a seed: any input kind, encoder, a few blocks of
+// any norm and any sequence of layers (widths changed by `linear` and put
+// back before the block ends), any pooling, head and loss the language
+// allows with them, at toy sizes (lengths down to 1, widths down to 1). The
+// whole-model tests run them through the same checks as the files of
+// models/ and examples/, so combinations nobody wrote by hand are checked
+// too. The same seed gives the same text on every machine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LRUC_TESTS_RANDOMMODEL_H
+#define LRUC_TESTS_RANDOMMODEL_H
+
+#include "ModelFixture.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lruc::testing {
+
+/// The text of the model file drawn from `seed` (a model named
+/// `random_SEED`, no train section).
+std::string randomModelSource(uint64_t seed);
+
+/// `count` random models from seed `first` on, as test cases named
+/// `random_SEED`; `LRUC_RANDOM_MODELS` overrides `count` and
+/// `LRUC_RANDOM_MODEL_SEED` the first seed (to search more of them).
+std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first = 1);
+
+} // namespace lruc::testing
+
+#endif // LRUC_TESTS_RANDOMMODEL_H
