@@ -297,6 +297,11 @@ def main():
                         help="an lruc safetensors checkpoint (lru-train's) to "
                              "run instead of the library's initial values")
     parser.add_argument("--keep", help="keep the library and checkpoint here")
+    parser.add_argument("--train", action="store_true",
+                        help="compile with the model file's train section "
+                             "(its AdamW settings, recurrent learning-rate "
+                             "factor and clipping: the train steps compared "
+                             "use them); default --no-train, lruc's defaults")
     parser.add_argument("--device", choices=("cpu", "gpu", "both"),
                         default="cpu",
                         help="which half of the library to check (default "
@@ -328,8 +333,9 @@ def main():
     else:
         spec = load_spec(args.lruc, args.model, defines)
         library_path = work / f"{spec.name}.so"
-        command = [args.lruc, args.model, "--no-train", "-o",
-                   str(library_path)]
+        command = [args.lruc, args.model, "-o", str(library_path)]
+        if not args.train:
+            command.append("--no-train")
         command += [f"-D{k}={v}" for k, v in defines.items()]
         subprocess.run(command, check=True)
     library = ModelLibrary(library_path)

@@ -77,7 +77,8 @@ mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,
   std::ostringstream frontendErrors;
   DiagnosticEngine diags(source, frontendErrors);
   std::optional<ast::Model> model =
-      parseModel(source, {c.overrides, /*ignoreTrain=*/!withTrain}, diags);
+      parseModel(source, {c.overrides, /*ignoreTrain=*/!(withTrain || c.train)},
+                 diags);
   if (!model) {
     errors = frontendErrors.str();
     return nullptr;

@@ -31,6 +31,7 @@ struct ModelCase {
   std::string path;                        ///< relative to the source root
   std::map<std::string, double> overrides; ///< `-D NAME=VALUE`
   std::string source;                      ///< the text, if not the file's
+  bool train = false; ///< compiled with its train section (AdamW settings)
 };
 
 /// Every model of models/ and examples/ at a small size (L=6, H=4, N=3,
@@ -43,7 +44,7 @@ std::vector<ModelCase> smallModelCases();
 void PrintTo(const ModelCase &c, std::ostream *os);
 
 /// Parses, checks and lowers `c` (ignoring its train section unless
-/// `withTrain`) through -lru-derive-step, lru-decompose,
+/// `withTrain` or `c.train`) through -lru-derive-step, lru-decompose,
 /// -lru-derive-backward and -lru-derive-train-step. Null, with the diagnostics in `errors`, on
 /// failure.
 mlir::OwningOpRef<mlir::ModuleOp> compileModel(mlir::MLIRContext &context,

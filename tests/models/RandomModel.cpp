@@ -189,7 +189,26 @@ std::string randomModelSource(uint64_t seed) {
       text += fmt::format("  loss huber(delta: {})\n", draw.decimal(0.05, 2));
     }
   }
-  return text + "}\n";
+  text += "}\n";
+
+  // Most models train with settings of their own: AdamW's, the recurrent
+  // parameters' factor (at most 1: the tests bound a first step by lr),
+  // clipping small enough to act on these models' gradients.
+  if (draw.chance(0.7)) {
+    text += "train {\n  steps 10\n";
+    text += fmt::format(
+        "  adamw(lr: 0.001, beta1: {}, beta2: {}, eps: {}, weight_decay: {})\n",
+        draw.decimal(0.5, 0.95),
+        draw.pick<std::string>({"0.9", "0.99", "0.999", "0.9999"}),
+        draw.pick<std::string>({"1e-8", "1e-6", "1e-4"}),
+        draw.chance(0.3) ? 0.0 : draw.decimal(0.01, 0.3));
+    if (draw.chance(0.5))
+      text += fmt::format("  recurrent_lr_factor {}\n", draw.decimal(0.1, 1));
+    if (draw.chance(0.5))
+      text += fmt::format("  clip {}\n", draw.decimal(0.01, 2));
+    text += "}\n";
+  }
+  return text;
 }
 
 std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first) {
@@ -203,6 +222,7 @@ std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first) {
     c.name = fmt::format("random_{}", seed);
     c.path = c.name + ".lru";
     c.source = randomModelSource(seed);
+    c.train = true;
     cases.push_back(std::move(c));
   }
   return cases;

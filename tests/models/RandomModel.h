@@ -22,11 +22,12 @@
 namespace lruc::testing {
 
 /// The text of the model file drawn from `seed` (a model named
-/// `random_SEED`, no train section).
+/// `random_SEED`, most with a train section: AdamW's settings, the
+/// recurrent learning-rate factor, clipping; no task).
 std::string randomModelSource(uint64_t seed);
 
 /// `count` random models from seed `first` on, as test cases named
-/// `random_SEED`; `LRUC_RANDOM_MODELS` overrides `count` and
+/// `random_SEED` compiled with their train sections; `LRUC_RANDOM_MODELS` overrides `count` and
 /// `LRUC_RANDOM_MODEL_SEED` the first seed (to search more of them).
 std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first = 1);
 
