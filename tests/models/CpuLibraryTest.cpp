@@ -748,7 +748,12 @@ int fillPadding(mlir::func::FuncOp train, std::vector<Tensor> &args,
 /// and two blocks; per-step features and targets; tokens and per-step
 /// labels; two towers of tokens, each with its lengths.
 std::vector<ModelCase> paddingCases() {
-  return {{"scifar_padding",
+  // Four random models too, every sequence at least 2 steps long.
+  std::vector<ModelCase> random =
+      lruc::testing::randomModelCases(/*count=*/4, 1, /*minLength=*/2);
+  for (ModelCase &c : random)
+    c.name += "_padding";
+  std::vector<ModelCase> cases = {{"scifar_padding",
            "models/scifar.lru",
            {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 2}, {"DROPOUT", 0.25}}},
           {"huber_tags_padding", "tests/models/Inputs/huber_tags.lru", {}},
@@ -758,6 +763,8 @@ std::vector<ModelCase> paddingCases() {
           {"retrieval_padding",
            "examples/retrieval_small.lru",
            {{"L", 6}, {"H", 4}, {"N", 3}, {"DEPTH", 1}}}};
+  cases.insert(cases.end(), random.begin(), random.end());
+  return cases;
 }
 
 /// What a caller leaves past each sequence's length is never read: the
@@ -770,6 +777,7 @@ std::vector<ModelCase> paddingCases() {
 /// the cross entropy would reject the tokens and labels.
 TEST(CpuLibraryPadding, PaddedInputsAreNeverRead) {
   for (const ModelCase &c : paddingCases()) {
+    SCOPED_TRACE(c.source); // a random model's text, to reproduce it
     BuiltModel built;
     buildModel(c, built);
     if (HasFatalFailure())

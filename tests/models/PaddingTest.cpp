@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelFixture.h"
+#include "RandomModel.h"
 
 #include <gtest/gtest.h>
 
@@ -83,6 +84,7 @@ class Padding : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(Padding, DoesNotChangeAnyResult) {
   const ModelCase &c = GetParam();
+  SCOPED_TRACE(c.source); // a random model's text, to reproduce it
   mlir::MLIRContext context;
   std::string errors;
   auto module = lruc::testing::compileModel(context, c, errors);
@@ -117,5 +119,13 @@ TEST_P(Padding, DoesNotChangeAnyResult) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Padding, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return info.param.name; });
+
+// Combinations of the language's constructs that no file of the tree has,
+// every sequence at least 2 steps long (so that the batch has padding).
+INSTANTIATE_TEST_SUITE_P(
+    RandomModels, Padding,
+    ::testing::ValuesIn(lruc::testing::randomModelCases(/*count=*/24, 1,
+                                                        /*minLength=*/2)),
+    [](const auto &info) { return info.param.name; });
 
 } // namespace

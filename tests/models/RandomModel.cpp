@@ -94,7 +94,7 @@ std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
 
 } // namespace
 
-std::string randomModelSource(uint64_t seed) {
+std::string randomModelSource(uint64_t seed, int64_t minLength) {
   Draw draw(seed);
   // Now and then a long sequence and many states: on the GPU, scans over
   // several tiles of steps and more than one block of channels; on the
@@ -103,6 +103,7 @@ std::string randomModelSource(uint64_t seed) {
   int64_t length = large               ? draw.between(200, 300)
                    : draw.chance(0.15) ? draw.between(1, 2)
                                        : draw.between(3, 9);
+  length = std::max(length, minLength);
   int64_t width = draw.between(1, 6);
   int64_t maxState = large ? 40 : 5;
   enum class Input { Tokens, Features, Pairs };
@@ -211,7 +212,8 @@ std::string randomModelSource(uint64_t seed) {
   return text;
 }
 
-std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first) {
+std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first,
+                                        int64_t minLength) {
   if (const char *n = std::getenv("LRUC_RANDOM_MODELS"))
     count = unsigned(std::strtoul(n, nullptr, 10));
   if (const char *s = std::getenv("LRUC_RANDOM_MODEL_SEED"))
@@ -221,7 +223,7 @@ std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first) {
     ModelCase c;
     c.name = fmt::format("random_{}", seed);
     c.path = c.name + ".lru";
-    c.source = randomModelSource(seed);
+    c.source = randomModelSource(seed, minLength);
     c.train = true;
     cases.push_back(std::move(c));
   }

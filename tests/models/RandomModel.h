@@ -24,12 +24,15 @@ namespace lruc::testing {
 /// The text of the model file drawn from `seed` (a model named
 /// `random_SEED`, most with a train section: AdamW's settings, the
 /// recurrent learning-rate factor, clipping; no task).
-std::string randomModelSource(uint64_t seed);
+std::string randomModelSource(uint64_t seed, int64_t minLength = 1);
 
 /// `count` random models from seed `first` on, as test cases named
 /// `random_SEED` compiled with their train sections; `LRUC_RANDOM_MODELS` overrides `count` and
 /// `LRUC_RANDOM_MODEL_SEED` the first seed (to search more of them).
-std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first = 1);
+/// `minLength` raises shorter sequences to it (2: every batch of the test
+/// fixture has padding), the rest of the model as drawn.
+std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first = 1,
+                                        int64_t minLength = 1);
 
 } // namespace lruc::testing
 
