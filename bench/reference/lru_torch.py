@@ -441,7 +441,11 @@ def adamw_step(model, lr, step, train):
     """lruc's AdamW (docs/autodiff.md): global-norm clip, then per group
     lr_g, wd_g; moments in model._adam (created on first use)."""
     params = dict(model.named_parameters())
-    grads = {k: p.grad for k, p in params.items()}
+    # A parameter the loss does not reach (a one-step sequence never
+    # multiplies by lambda) has no .grad in PyTorch; lruc's gradient is 0
+    # and its update still decays the moments and the weight.
+    grads = {k: p.grad if p.grad is not None else torch.zeros_like(p)
+             for k, p in params.items()}
     clip = train.get("clip")
     if clip:
         norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
