@@ -279,19 +279,20 @@ void expectSimulatedScheduleMatchesCpu(void *handle, const lruc_model &m,
 }
 
 /// Builds the library of `module` (a copy through the backend's passes,
-/// every LRU's states recomputed: Recompute::AllStates, which `lruc
-/// --recompute=states` is where it shrinks the workspace; recomputation
-/// only adds copies of ops the default pipeline has, so this covers its
-/// ops too) with its
+/// with `recompute`: by default every LRU's states recomputed,
+/// Recompute::AllStates, which `lruc --recompute=states` is where it
+/// shrinks the workspace; recomputation only adds copies of ops the default
+/// pipeline has, so this covers its ops too) with its
 /// CUDA kernels embedded, as `lruc -o` builds it, and loads it into `lib`;
 /// `libPath` is where it was (its directory is gone, the mapping stays).
 void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
                   const std::string &name, const std::string &errors,
                   Library &lib, std::string &libPath,
-                  const lruc::CudaOptions &cudaOptions = {}) {
+                  const lruc::CudaOptions &cudaOptions = {},
+                  lruc::Recompute recompute = lruc::Recompute::AllStates) {
   mlir::OwningOpRef<mlir::ModuleOp> lowered = module.clone();
   mlir::PassManager pm(&context);
-  lruc::buildCpuPipeline(pm, lruc::Recompute::AllStates);
+  lruc::buildCpuPipeline(pm, recompute);
   ASSERT_TRUE(mlir::succeeded(pm.run(*lowered))) << errors;
   lruc::CppOptions options;
   options.embedCuda = true;
@@ -338,12 +339,28 @@ struct BuiltModel {
   Library lib;
 };
 
+/// What a case's library recomputes: every LRU's states for the files of
+/// the tree; for a random model, in turn by seed, nothing (lruc's
+/// default: each value's own slot in the memory plan), elementwise values,
+/// or every LRU's states.
+lruc::Recompute recomputeOf(const ModelCase &c) {
+  if (c.source.empty())
+    return lruc::Recompute::AllStates;
+  static const lruc::Recompute kinds[] = {lruc::Recompute::None,
+                                          lruc::Recompute::Elementwise,
+                                          lruc::Recompute::AllStates};
+  unsigned sum = 0; // of the name's characters: random_1, _2, _3 take turns
+  for (char ch : c.name)
+    sum += static_cast<unsigned char>(ch);
+  return kinds[sum % 3];
+}
+
 void buildModel(const ModelCase &c, BuiltModel &built,
                 const lruc::CudaOptions &cudaOptions = {}) {
   built.module = lruc::testing::compileModel(built.context, c, built.errors);
   ASSERT_TRUE(built.module) << built.errors;
   buildLibrary(built.context, *built.module, c.name, built.errors, built.lib,
-               built.path, cudaOptions);
+               built.path, cudaOptions, recomputeOf(c));
 }
 
 class CpuLibrary : public ::testing::TestWithParam<ModelCase> {};
