@@ -1138,6 +1138,12 @@ std::vector<ModelCase> gpuModelCases() {
       {"scifar_one_wide_step",
        "models/scifar.lru",
        {{"L", 1}, {"H", 1024}, {"N", 3}, {"DEPTH", 1}, {"DROPOUT", 0.25}}});
+  // Random models of widths 32 (seed 13: the generalised LRU, clipping;
+  // seed 24: features, label smoothing) and 64 (seed 29: two towers), whose
+  // kernels run by columns.
+  for (uint64_t seed : {13, 24, 29})
+    for (ModelCase &c : lruc::testing::randomModelCases(/*count=*/1, seed))
+      cases.push_back(std::move(c));
   return cases;
 }
 

@@ -106,6 +106,13 @@ std::string randomModelSource(uint64_t seed, int64_t minLength) {
   length = std::max(length, minLength);
   int64_t width = draw.between(1, 6);
   int64_t maxState = large ? 40 : 5;
+  // Now and then a width of whole warps, which the CUDA kernels run by
+  // columns: drawn apart from the rest, so that the other seeds keep their
+  // models; not with a long sequence (the finite differences of such a
+  // model on the interpreter take half a minute).
+  Draw wide(seed ^ 0x5DEECE66Dull);
+  if (wide.chance(0.12) && !large)
+    width = wide.pick<int64_t>({32, 64});
   enum class Input { Tokens, Features, Pairs };
   Input input = draw.chance(0.15)  ? Input::Pairs
                 : draw.chance(0.5) ? Input::Tokens
