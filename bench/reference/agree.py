@@ -188,9 +188,8 @@ def torch_results(spec, checkpoint, library, inputs, key, lr, second):
     loss.backward()
     buffers = dict(model.named_buffers())
     new_state = {k: v.numpy().copy() for k, v in buffers.items()}
-    # No .grad: a parameter the loss does not reach (gradient 0 in lruc).
-    grads = {k: (p.grad if p.grad is not None else torch.zeros_like(p))
-             .numpy().copy() for k, p in model.named_parameters()}
+    grads = {k: g.numpy().copy()
+             for k, g in lru_torch.gradients(model).items()}
     optimizer = library.manifest["optimizer"]
     lru_torch.adamw_step(model, lr, 1, optimizer)
     first = torch_adam_block(model)

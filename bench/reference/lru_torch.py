@@ -437,15 +437,20 @@ def load_checkpoint(model, path):
     model.load_state_dict({k: tensors[k] for k in wanted}, strict=True)
 
 
+def gradients(model):
+    """Each parameter's gradient by name. A parameter the loss does not
+    reach (a one-step sequence never multiplies by lambda) has no .grad in
+    PyTorch; lruc's gradient is 0, and its update still decays the moments
+    and the weight."""
+    return {k: p.grad if p.grad is not None else torch.zeros_like(p)
+            for k, p in model.named_parameters()}
+
+
 def adamw_step(model, lr, step, train):
     """lruc's AdamW (docs/autodiff.md): global-norm clip, then per group
     lr_g, wd_g; moments in model._adam (created on first use)."""
     params = dict(model.named_parameters())
-    # A parameter the loss does not reach (a one-step sequence never
-    # multiplies by lambda) has no .grad in PyTorch; lruc's gradient is 0
-    # and its update still decays the moments and the weight.
-    grads = {k: p.grad if p.grad is not None else torch.zeros_like(p)
-             for k, p in params.items()}
+    grads = gradients(model)
     clip = train.get("clip")
     if clip:
         norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))

@@ -94,6 +94,18 @@ void expectClose(const float *actual, const std::vector<double> &expected,
         << what << "[" << k << "]";
 }
 
+/// The manifest entry of parameter `name` of `m`, or with `isState` of the
+/// running statistic `name`; null if there is none.
+const lruc_param_info *entryOf(const lruc_model &m, const std::string &name,
+                               bool isState) {
+  const lruc_param_info *entries = isState ? m.state : m.params;
+  int count = isState ? m.num_state : m.num_params;
+  for (int i = 0; i < count; ++i)
+    if (entries[i].name == name)
+      return &entries[i];
+  return nullptr;
+}
+
 /// Whether a file is mapped into this process (/proc/self/maps).
 bool isMapped(const std::string &path) {
   std::ifstream maps("/proc/self/maps");
@@ -496,14 +508,8 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
         values.push_back(inputs.at(input++));
         continue;
       }
-      const lruc_param_info *info = nullptr;
-      for (int p = 0; p < m.num_params + m.num_state; ++p) {
-        const lruc_param_info &candidate =
-            p < m.num_params ? m.params[p] : m.state[p - m.num_params];
-        bool isState = p >= m.num_params;
-        if (candidate.name == name && isState == (block == state.data()))
-          info = &candidate;
-      }
+      const lruc_param_info *info =
+          entryOf(m, name, /*isState=*/block == state.data());
       EXPECT_NE(info, nullptr) << name;
       if (!info)
         return values;
@@ -563,17 +569,11 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
       if (!name)
         continue;
       bool isState = block == &stepState;
-      for (int p = 0; p < m.num_params + m.num_state; ++p) {
-        const lruc_param_info &info =
-            p < m.num_params ? m.params[p] : m.state[p - m.num_params];
-        if ((p >= m.num_params) != isState || info.name != name.str())
-          continue;
-        std::string what =
-            c.name + " train_step " + tag + " " + info.name;
-        expectClose(block->data() + info.offset, expected,
-                    block == &stepParams ? 1e-5 : isState ? 1e-4 : 1e-3,
-                    what);
-      }
+      const lruc_param_info *info = entryOf(m, name.str(), isState);
+      ASSERT_NE(info, nullptr) << c.name << " train_step result " << r;
+      expectClose(block->data() + info->offset, expected,
+                  block == &stepParams ? 1e-5 : isState ? 1e-4 : 1e-3,
+                  c.name + " train_step " + tag + " " + info->name);
     }
   }
   if (HasFatalFailure())
@@ -1399,7 +1399,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CpuLibrary, ::testing::ValuesIn(lruc::testing::
 // Combinations of the language's constructs that no file of the tree has.
 INSTANTIATE_TEST_SUITE_P(
     RandomModels, CpuLibrary,
-    ::testing::ValuesIn(lruc::testing::randomModelCases(/*count=*/8)),
+    ::testing::ValuesIn(lruc::testing::searchedRandomModelCases(/*count=*/8)),
     [](const auto &info) { return info.param.name; });
 
 } // namespace

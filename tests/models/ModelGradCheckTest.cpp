@@ -76,9 +76,10 @@ TEST_P(ModelGradCheck, MatchesFiniteDifferences) {
     double largest = 0;
     for (double g : grad.re)
       largest = std::max(largest, std::abs(g));
-    if (c.source.empty())
+    if (c.source.empty()) {
       EXPECT_GT(largest, 0) << c.name << ": the gradient of " << name
                             << " is zero everywhere";
+    }
     lruc::testing::expectMatchesFiniteDifferences(
         currentLoss, (*store)[name].re, grad.re, /*samples=*/12,
         c.name + ": " + name, h, tolerance);
@@ -109,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelGradCheck, ::testing::ValuesIn(lruc::testi
 // Combinations of the language's constructs that no file of the tree has.
 INSTANTIATE_TEST_SUITE_P(
     RandomModels, ModelGradCheck,
-    ::testing::ValuesIn(lruc::testing::randomModelCases(/*count=*/24)),
+    ::testing::ValuesIn(lruc::testing::searchedRandomModelCases(/*count=*/24)),
     [](const auto &info) { return info.param.name; });
 
 } // namespace

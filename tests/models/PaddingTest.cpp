@@ -124,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(Models, Padding, ::testing::ValuesIn(cases()),
 // every sequence at least 2 steps long (so that the batch has padding).
 INSTANTIATE_TEST_SUITE_P(
     RandomModels, Padding,
-    ::testing::ValuesIn(lruc::testing::randomModelCases(/*count=*/24, 1,
-                                                        /*minLength=*/2)),
+    ::testing::ValuesIn(lruc::testing::searchedRandomModelCases(
+        /*count=*/24, /*minLength=*/2)),
     [](const auto &info) { return info.param.name; });
 
 } // namespace

@@ -44,6 +44,13 @@ private:
   uint64_t state_;
 };
 
+/// A ring's radii, r_min <= r_max and r_max > 0 (lruc refuses a ring of
+/// radius 0).
+std::pair<double, double> drawRing(Draw &draw) {
+  double rMin = draw.decimal(0, 0.9);
+  return {rMin, draw.decimal(std::max(rMin, 0.01), 0.99)};
+}
+
 /// A layer that keeps the width, or `linear` to another one (`width` follows).
 std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
                         int64_t maxState) {
@@ -51,8 +58,7 @@ std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
   case 0:
   case 1:
   case 2: {
-    double rMin = draw.decimal(0, 0.9);
-    double rMax = draw.decimal(std::max(rMin, 0.01), 0.99); // r_max > 0
+    auto [rMin, rMax] = drawRing(draw);
     std::string args = fmt::format("state: {}", draw.between(1, maxState));
     if (draw.chance(0.6))
       args += fmt::format(", r_min: {}, r_max: {}", rMin, rMax);
@@ -65,11 +71,14 @@ std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
     return fmt::format("lru({})", args);
   }
   case 3: {
-    double rMin = draw.decimal(0, 0.9);
+    // Each draw in its own statement: the order in which a call's
+    // arguments are evaluated is unspecified, and a seed must give the same
+    // text with every compiler.
+    auto [rMin, rMax] = drawRing(draw);
+    std::string form = draw.pick<std::string>({"plain", "stable", "normalized"});
+    int64_t state = draw.between(1, maxState);
     return fmt::format("glru(state: {}, form: {}, r_min: {}, r_max: {})",
-                       draw.between(1, maxState),
-                       draw.pick<std::string>({"plain", "stable", "normalized"}),
-                       rMin, draw.decimal(std::max(rMin, 0.01), 0.99));
+                       state, form, rMin, rMax);
   }
   case 4: {
     // To another width, or back to the model's.
@@ -84,9 +93,11 @@ std::string randomLayer(Draw &draw, int64_t &width, int64_t modelWidth,
     return draw.chance(0.3) ? "gelu(approximate: true)" : "gelu";
   case 7:
     return draw.pick<std::string>({"relu", "tanh"});
-  case 8:
-    return fmt::format("mlp(hidden: {}, activation: {})", draw.between(1, 6),
-                       draw.pick<std::string>({"gelu", "relu", "tanh"}));
+  case 8: {
+    std::string activation = draw.pick<std::string>({"gelu", "relu", "tanh"});
+    int64_t hidden = draw.between(1, 6);
+    return fmt::format("mlp(hidden: {}, activation: {})", hidden, activation);
+  }
   default:
     return fmt::format("dropout({})", draw.decimal(0.05, 0.5));
   }
@@ -162,11 +173,13 @@ std::string randomModelSource(uint64_t seed, int64_t minLength) {
                       !pooled ? "none" : draw.chance(0.6) ? "mean" : "last");
   bool classify = draw.chance(0.6);
   int64_t classes = classify ? draw.between(2, 4) : draw.between(1, 3);
-  if (input == Input::Pairs)
-    text += fmt::format("  head retrieval(classes: {}, hidden: {}, activation: {})\n",
-                        classes, draw.between(1, 6),
-                        draw.pick<std::string>({"gelu", "relu", "tanh"}));
-  else
+  if (input == Input::Pairs) {
+    std::string activation = draw.pick<std::string>({"gelu", "relu", "tanh"});
+    int64_t hidden = draw.between(1, 6);
+    text += fmt::format(
+        "  head retrieval(classes: {}, hidden: {}, activation: {})\n", classes,
+        hidden, activation);
+  } else
     text += fmt::format("  head linear({})\n", classes);
 
   if (classify) {
@@ -204,12 +217,13 @@ std::string randomModelSource(uint64_t seed, int64_t minLength) {
   // clipping small enough to act on these models' gradients.
   if (draw.chance(0.7)) {
     text += "train {\n  steps 10\n";
+    double weightDecay = draw.chance(0.3) ? 0.0 : draw.decimal(0.01, 0.3);
+    std::string eps = draw.pick<std::string>({"1e-8", "1e-6", "1e-4"});
+    std::string beta2 = draw.pick<std::string>({"0.9", "0.99", "0.999", "0.9999"});
+    double beta1 = draw.decimal(0.5, 0.95);
     text += fmt::format(
         "  adamw(lr: 0.001, beta1: {}, beta2: {}, eps: {}, weight_decay: {})\n",
-        draw.decimal(0.5, 0.95),
-        draw.pick<std::string>({"0.9", "0.99", "0.999", "0.9999"}),
-        draw.pick<std::string>({"1e-8", "1e-6", "1e-4"}),
-        draw.chance(0.3) ? 0.0 : draw.decimal(0.01, 0.3));
+        beta1, beta2, eps, weightDecay);
     if (draw.chance(0.5))
       text += fmt::format("  recurrent_lr_factor {}\n", draw.decimal(0.1, 1));
     if (draw.chance(0.5))
@@ -221,10 +235,6 @@ std::string randomModelSource(uint64_t seed, int64_t minLength) {
 
 std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first,
                                         int64_t minLength) {
-  if (const char *n = std::getenv("LRUC_RANDOM_MODELS"))
-    count = unsigned(std::strtoul(n, nullptr, 10));
-  if (const char *s = std::getenv("LRUC_RANDOM_MODEL_SEED"))
-    first = std::strtoull(s, nullptr, 10);
   std::vector<ModelCase> cases;
   for (uint64_t seed = first; seed < first + count; ++seed) {
     ModelCase c;
@@ -235,6 +245,16 @@ std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first,
     cases.push_back(std::move(c));
   }
   return cases;
+}
+
+std::vector<ModelCase> searchedRandomModelCases(unsigned count,
+                                                int64_t minLength) {
+  uint64_t first = 1;
+  if (const char *n = std::getenv("LRUC_RANDOM_MODELS"))
+    count = unsigned(std::strtoul(n, nullptr, 10));
+  if (const char *s = std::getenv("LRUC_RANDOM_MODEL_SEED"))
+    first = std::strtoull(s, nullptr, 10);
+  return randomModelCases(count, first, minLength);
 }
 
 } // namespace lruc::testing

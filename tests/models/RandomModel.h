@@ -27,12 +27,18 @@ namespace lruc::testing {
 std::string randomModelSource(uint64_t seed, int64_t minLength = 1);
 
 /// `count` random models from seed `first` on, as test cases named
-/// `random_SEED` compiled with their train sections; `LRUC_RANDOM_MODELS` overrides `count` and
-/// `LRUC_RANDOM_MODEL_SEED` the first seed (to search more of them).
-/// `minLength` raises shorter sequences to it (2: every batch of the test
-/// fixture has padding), the rest of the model as drawn.
+/// `random_SEED` compiled with their train sections. `minLength` raises
+/// shorter sequences to it (2: every batch of the test fixture has
+/// padding), the rest of the model as drawn.
 std::vector<ModelCase> randomModelCases(unsigned count, uint64_t first = 1,
                                         int64_t minLength = 1);
+
+/// The random models a test suite searches: randomModelCases(count, 1,
+/// minLength) unless `LRUC_RANDOM_MODELS` (the count) or
+/// `LRUC_RANDOM_MODEL_SEED` (the first seed) say otherwise. Lists of chosen
+/// seeds call randomModelCases and keep their seeds.
+std::vector<ModelCase> searchedRandomModelCases(unsigned count,
+                                                int64_t minLength = 1);
 
 } // namespace lruc::testing
 
