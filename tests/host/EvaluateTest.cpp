@@ -240,3 +240,78 @@ TEST(Evaluate, StepLabelsScoreRealStepsAndTargetsHaveNoAccuracy) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Evaluate, ClassWeightedBatchesWeighTheirLabelsWeights) {
+  // A class-weighted mean's denominator is Σ w[label]: a split's loss is
+  // Σ_b loss_b W_b / Σ_b W_b, the same however it is cut into batches.
+  Manifest m = manifestWith({{"features", DType::F32, {-1, 1, 2}},
+                             {"lengths", DType::I32, {-1}},
+                             {"labels", DType::I32, {-1}}},
+                            2);
+  m.classWeights = {3.0f, 0.5f};
+  lruc::data::Dataset d = dataset(InputKind::Features, 1, 2, 3);
+  d.values = {1, 0, 0, 1, 0, 1};
+  d.labels = {0, 1, 1};
+  // The "model": each example's loss is 1 + its first feature
+  // (2, 1, 1), the batch's the weighted mean of its examples'.
+  std::vector<float> weights = m.classWeights;
+  ForwardFn forward = [&](int64_t count, const void *const *inputs,
+                          float *const *outputs) {
+    const auto *features = static_cast<const float *>(inputs[0]);
+    const auto *labels = static_cast<const int32_t *>(inputs[2]);
+    double sum = 0, total = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      sum += weights[size_t(labels[k])] * (1.0 + features[k * 2]);
+      total += weights[size_t(labels[k])];
+    }
+    std::copy_n(features, count * 2, outputs[1]);
+    *outputs[0] = float(sum / total);
+  };
+  const double whole = (3.0 * 2 + 0.5 * 1 + 0.5 * 1) / (3.0 + 0.5 + 0.5);
+  for (int64_t batch : {1, 2, 3})
+    EXPECT_NEAR(evaluate(m, forward, d, batch, 1).loss, whole, 1e-6)
+        << "batches of " << batch;
+  // Weights that sum below 1 in every batch.
+  m.classWeights = weights = {0.2f, 0.1f};
+  for (int64_t batch : {1, 2, 3})
+    EXPECT_NEAR(evaluate(m, forward, d, batch, 1).loss,
+                (0.2 * 2 + 0.1 * 1 + 0.1 * 1) / 0.4, 1e-6)
+        << "batches of " << batch;
+  // Unweighted by the manifest, batches of 2 weigh by examples: a
+  // different number, the one the weights put right.
+  m.classWeights.clear();
+  EXPECT_GT(std::abs(evaluate(m, forward, d, 2, 1).loss - 1.5), 0.05);
+  weights = {3.0f, 0.5f};
+
+  const int32_t labels[] = {0, 1, 1};
+  EXPECT_DOUBLE_EQ(classWeightSum(weights, labels, 3), 4.0);
+  // Per step: real steps only (lengths 2 and 1), a negative label left out.
+  const int32_t stepLabels[] = {0, -1, 1, 0};
+  const int32_t lengths[] = {2, 1};
+  EXPECT_DOUBLE_EQ(classWeightSum(weights, stepLabels, 2, lengths, 2), 3.5);
+
+  // lossWeight reads the same from a batch's model inputs, for any loss.
+  const float features[4] = {};
+  const void *pooled[] = {features, lengths, labels};
+  EXPECT_DOUBLE_EQ(lossWeight(m, 2, pooled), 2.0); // unweighted: examples
+  m.classWeights = weights;
+  EXPECT_DOUBLE_EQ(lossWeight(m, 3, pooled), 4.0);
+  Manifest tagger = m;
+  tagger.inputs[2].shape = {-1, 2};
+  tagger.outputs[1].shape = {-1, 2, 2};
+  const void *tagged[] = {features, lengths, stepLabels};
+  EXPECT_DOUBLE_EQ(lossWeight(tagger, 2, tagged), 3.5);
+  tagger.classWeights.clear();
+  EXPECT_DOUBLE_EQ(lossWeight(tagger, 2, tagged), 2.0); // steps 0 and 2
+  tagger.inputs[2] = {"targets", DType::F32, {-1, 2, 1}};
+  const float nan = std::nanf("");
+  const float targets[] = {0.5f, nan, 1.0f, 2.0f}; // example 1: 1 real step
+  const void *regression[] = {features, lengths, targets};
+  EXPECT_DOUBLE_EQ(lossWeight(tagger, 2, regression), 2.0);
+  EXPECT_DOUBLE_EQ(meanOverBatches({0.6, 0.4}, {0.3, 0.2}), 2.0);
+  EXPECT_DOUBLE_EQ(meanOverBatches({0.0, 0.0}, {0.0, 0.0}), 0.0);
+}
+
+} // namespace

@@ -321,6 +321,15 @@ TEST_F(Tools, ModelWithoutTrainSection) {
              out("run").string()},
             LRUC_FAKE_MODEL_NOTRAIN);
   EXPECT_EQ(r.status, 0) << r.output;
+  // A resumed run takes its task (and data) from its checkpoint.
+  r = train({"--task", "fashion_mnist", "--steps", "3", "--stop-after", "1",
+             "--out", out("parts").string()},
+            LRUC_FAKE_MODEL_NOTRAIN);
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = train({"--resume", "--out", out("parts").string()},
+            LRUC_FAKE_MODEL_NOTRAIN);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming at step 1"), std::string::npos) << r.output;
 }
 
 TEST_F(Tools, MissingDataNamesTheFile) {

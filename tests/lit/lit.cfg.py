@@ -121,5 +121,6 @@ config.substitutions.append(
     ("%simulated_gpu",
      f"env LRUC_CUDA_DRIVER={simulated_cuda} LRUC_CUBLAS={simulated_cuda}"
      " LRUC_NVRTC_OPTIONS=--Ofast-compile=max"))
+config.substitutions.append(("%simulated_cuda", simulated_cuda))
 if "nvrtc" in config.available_features and os.path.exists(simulated_cuda):
     config.available_features.add("simulated-cuda")

@@ -1403,6 +1403,15 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       {"weight_decay", adam.weightDecay},
       {"recurrent_lr_factor", adam.recurrentLrFactor},
       {"clip", adam.clip ? llvm::json::Value(*adam.clip) : nullptr}};
+  // A class-weighted cross entropy is a mean weighed by each label's class
+  // weight: a tool that adds up batch losses over a split weighs each batch
+  // by the sum of its labels' weights, so it needs them.
+  llvm::json::Array classWeights;
+  forward.walk([&](lru::SoftmaxCrossEntropyOp op) {
+    if (auto weights = op.getClassWeightsAttr())
+      for (float w : weights.asArrayRef())
+        classWeights.push_back(double(w));
+  });
   llvm::json::Object manifest{
       {"abi_version", int64_t(LRUC_ABI_VERSION)},
       {"model", module->getAttrOfType<StringAttr>("lru.model")
@@ -1420,6 +1429,8 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       {"step", std::move(stepJson)},
       {"step_unavailable", unavailable},
       {"train", std::move(train)}};
+  if (!classWeights.empty())
+    manifest["class_weights"] = std::move(classWeights);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::json::Value(std::move(manifest));

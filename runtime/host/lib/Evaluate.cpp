@@ -176,6 +176,23 @@ int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
   return scored;
 }
 
+double classWeightSum(const std::vector<float> &classWeights,
+                      const int32_t *labels, int64_t count,
+                      const int32_t *lengths, int64_t steps) {
+  double sum = 0;
+  auto add = [&](int32_t label) {
+    if (label >= 0 && size_t(label) < classWeights.size())
+      sum += double(classWeights[size_t(label)]);
+  };
+  for (int64_t k = 0; k < count; ++k) {
+    if (!lengths)
+      add(labels[k]);
+    for (int64_t t = 0; lengths && t < lengths[k]; ++t)
+      add(labels[k * steps + t]);
+  }
+  return sum;
+}
+
 int64_t scoredTargets(const float *targets, int64_t count, int64_t values,
                       const int32_t *lengths, int64_t steps,
                       const float *predictions, TargetErrorSums *sums) {
@@ -300,6 +317,44 @@ void forEachBatch(
     std::rethrow_exception(failure);
 }
 
+double lossWeight(const Manifest &manifest, int64_t count,
+                  const void *const *inputs) {
+  auto input = [&](std::string_view name) -> const void * {
+    const TensorInfo *info = manifest.findInput(name);
+    return info ? inputs[info - manifest.inputs.data()] : nullptr;
+  };
+  const TensorInfo &predictions = manifest.outputs.at(1);
+  const bool perStep = predictions.shape.size() == 3;
+  const int64_t steps = perStep ? predictions.shape[1] : 0;
+  // A per-step model's sequence lengths: its only `lengths` input.
+  const auto *lengths =
+      perStep ? static_cast<const int32_t *>(input("lengths")) : nullptr;
+  if (perStep && !lengths)
+    throw HostError("a model with per-step predictions has no \"lengths\" "
+                    "input");
+  if (const TensorInfo *targets = manifest.findInput("targets"))
+    return double(scoredTargets(
+        static_cast<const float *>(input("targets")), count,
+        int64_t(outputElements(*targets, 1)), lengths, steps));
+  const auto *labels = static_cast<const int32_t *>(input("labels"));
+  if (!labels)
+    return double(count);
+  if (!manifest.classWeights.empty())
+    return classWeightSum(manifest.classWeights, labels, count, lengths,
+                          steps);
+  return perStep ? double(scoredSteps(lengths, labels, count, steps))
+                 : double(count);
+}
+
+double meanOverBatches(const std::vector<double> &weightedLosses,
+                       const std::vector<double> &weights) {
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  return total > 0 ? std::accumulate(weightedLosses.begin(),
+                                     weightedLosses.end(), 0.0) /
+                         total
+                   : 0.0;
+}
+
 void runCallsOnCallingThread(const ModelLibrary &library) {
   for (const char *symbol :
        {"openblas_set_num_threads", "lruc_cpu_set_threads"})
@@ -322,7 +377,7 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
                               : predictions.shape.back();
   // A batch's loss is a mean over its examples or, per step, over its real
   // (scored) steps, or over its scored targets: each is weighed by how many
-  // it averaged.
+  // it averaged (with class weights, by the sum of its labels' weights).
   std::vector<double> lossSums(numBatches, 0.0), weights(numBatches, 0.0);
   std::vector<TargetErrorSums> errors(numBatches);
 
@@ -346,18 +401,12 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
     OutputBuffers &out = outputs[size_t(worker)];
     forward(count, inputs.data(), out.resize(count));
     const size_t i = begin / size_t(batch);
+    weights[i] = lossWeight(manifest, count, inputs.data());
     if (dataset.supervision == data::Supervision::Targets)
-      weights[i] = double(scoredTargets(
-          b.targets.data(), count, int64_t(b.targets.size()) / count,
-          perStep ? b.lengths.data() : nullptr, b.length, out.predictions(),
-          &errors[i]));
-    else
-      weights[i] =
-          perStep ? double(scoredSteps(
-                        b.lengths.data(),
-                        b.stepLabels.empty() ? nullptr : b.stepLabels.data(),
-                        count, b.length))
-                  : double(count);
+      scoredTargets(b.targets.data(), count,
+                    int64_t(b.targets.size()) / count,
+                    perStep ? b.lengths.data() : nullptr, b.length,
+                    out.predictions(), &errors[i]);
     lossSums[i] = double(out.loss()) * weights[i];
     if (classes > 0) {
       Hits h = countHits(out.predictions(), classes, b,
@@ -368,11 +417,7 @@ EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,
   });
 
   result.examples = int64_t(n);
-  // Weights count examples, scored steps or scored targets: with none
-  // scored the mean is 0, as each batch's loss is then.
-  result.loss =
-      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
-      std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);
+  result.loss = meanOverBatches(lossSums, weights);
   result.classes = classes;
   result.perStep = dataset.supervision == data::Supervision::StepLabels;
   result.accuracy = std::numeric_limits<double>::quiet_NaN();

@@ -187,9 +187,11 @@ ModelInputs readModelInputs(const SafetensorsFile &file, const Manifest &m,
                       sequence->name);
   }
   if (const TensorInfo *labels = m.findInput("labels");
-      labels && labels->shape.size() == 2 && ex.hasLoss)
-    ex.stepLabels = reinterpret_cast<const int32_t *>(
+      labels && ex.hasLoss) {
+    const auto *values = reinterpret_cast<const int32_t *>(
         ex.columns[size_t(labels - m.inputs.data())].bytes.data());
+    (labels->shape.size() == 2 ? ex.stepLabels : ex.labels) = values;
+  }
   if (const TensorInfo *targets = m.findInput("targets");
       targets && ex.hasLoss) {
     const InputColumn &column = ex.columns[size_t(targets - m.inputs.data())];

@@ -409,6 +409,8 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
     if (manifest.step)
       manifest.step->carries = carriesOf(doc.at("step").at("carries"),
                                          manifest.step->carryFloats, source);
+    if (auto weights = doc.find("class_weights"); weights != doc.end())
+      manifest.classWeights = weights->get<std::vector<float>>();
     if (auto train = doc.find("train");
         train != doc.end() && train->is_object() && !train->empty())
       manifest.train = parseTrainSettings(train->dump(), source);

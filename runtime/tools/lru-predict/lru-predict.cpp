@@ -167,9 +167,7 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
   const size_t row = outputElements(info, 1);
   Predictions out{info.shape, std::vector<float>(size_t(ex.rows) * row)};
   out.shape[0] = ex.rows;
-  // A batch's loss is a mean over its examples, or for per-step
-  // predictions over its real (scored) steps, or over its scored targets:
-  // weigh each by how many it averaged.
+  // Each batch's loss weighs what it is a mean over (lossWeight).
   const int32_t *stepCounts = info.shape.size() == 3 ? ex.lengths : nullptr;
   const int64_t L = info.shape.size() == 3 ? info.shape[1] : 0;
   const size_t batches = size_t((ex.rows + batch - 1) / batch);
@@ -183,16 +181,8 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
         float loss = 0;
         float *outputs[] = {&loss, out.values.data() + begin * row};
         runner.forward(count, inputs.data(), outputs);
-        double weight = double(count);
-        if (ex.targets)
-          weight = double(
-              scoredTargets(ex.targets + begin * row, count, int64_t(row),
-                            stepCounts ? stepCounts + begin : nullptr, L));
-        else if (stepCounts)
-          weight = double(scoredSteps(
-              stepCounts + begin,
-              ex.stepLabels ? ex.stepLabels + begin * size_t(L) : nullptr,
-              count, L));
+        const double weight =
+            ex.hasLoss ? lossWeight(m, count, inputs.data()) : double(count);
         lossSums[begin / size_t(batch)] = double(loss) * weight;
         weights[begin / size_t(batch)] = weight;
         // Per step: what the model computes past a sequence's end means
@@ -205,11 +195,7 @@ Predictions predictWhole(Runner &runner, const ModelInputs &ex, int64_t batch,
                     std::numeric_limits<float>::quiet_NaN());
         progress.batchDone(count);
       });
-  // Weights count examples, scored steps or scored targets: with none
-  // scored the mean is 0, as each batch's loss is then.
-  out.loss =
-      std::accumulate(lossSums.begin(), lossSums.end(), 0.0) /
-      std::max(std::accumulate(weights.begin(), weights.end(), 0.0), 1.0);
+  out.loss = meanOverBatches(lossSums, weights);
   return out;
 }
 
@@ -435,13 +421,10 @@ int predictMain(int argc, char **argv) {
                               : fmt::format("{}-{}", least, most).c_str(),
                 carryOutPath->c_str());
   }
-  const TensorInfo *labels = m.findInput("labels");
-  if (withLoss && labels && predictions.shape.size() == 2) {
-    const size_t at = size_t(labels - m.inputs.data());
-    const int64_t hits = countCorrect(
-        predictions.values.data(), predictions.shape[1],
-        reinterpret_cast<const int32_t *>(examples.columns[at].bytes.data()),
-        examples.rows);
+  if (withLoss && examples.labels && predictions.shape.size() == 2) {
+    const int64_t hits =
+        countCorrect(predictions.values.data(), predictions.shape[1],
+                     examples.labels, examples.rows);
     std::printf("%s: loss %.4f, accuracy %.2f%% against \"labels\"\n", kTool,
                 predictions.loss, 100.0 * double(hits) / double(examples.rows));
   } else if (withLoss && examples.stepLabels && examples.lengths) {

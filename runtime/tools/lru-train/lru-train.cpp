@@ -260,16 +260,11 @@ struct RunSettings {
 };
 
 /// The model file's settings with the flags' overrides (the step counts
-/// wait for the data: see planSteps).
-RunSettings settingsFrom(const TrainSettings &base, const Flags &f,
-                         const std::string &library) {
+/// wait for the data: see planSteps). The task may still be empty: a
+/// resumed run takes it from its checkpoint.
+RunSettings settingsFrom(const TrainSettings &base, const Flags &f) {
   RunSettings s;
   s.task = f.task.value_or(base.task);
-  if (s.task.empty())
-    throw UsageError(fmt::format(
-        "{} names no task (compiled without a train section?): pass --task "
-        "NAME and --data DIR",
-        library));
   s.dataRoot = f.data.value_or(base.dataPath);
   s.batch = f.batch.value_or(base.batch);
   s.schedule = Schedule::fromSettings(base);
@@ -599,43 +594,55 @@ public:
 
   /// One step of `settings_.accumulate` micro-batches of the batch
   /// `inputs` (bindInputs): each one's gradients (of its mean loss) summed
-  /// with weight 1 / accumulate, its running statistics updated in turn,
-  /// then one update. `outputs` (the whole batch's) get the mean of the
-  /// micro-batches' losses and each one's predictions in its rows.
-  /// Micro-batch k of step t draws its dropout masks under the key
-  /// (t - 1) * accumulate + k + 1: one micro-batch a step is train_step's t.
+  /// with weight W_k / W, W_k what its mean is over (lossWeight: examples,
+  /// scored steps or targets, class weights) and W the batch's, so that
+  /// the sum is the gradient of the whole batch's mean; each one's running
+  /// statistics updated in turn, then one update. `outputs` (the whole
+  /// batch's) get the batch's mean loss, so weighed, and each one's
+  /// predictions in its rows. Micro-batch k of step t draws its dropout
+  /// masks under the key (t - 1) * accumulate + k + 1: one micro-batch a
+  /// step is train_step's t.
   void accumulatedStep(int64_t step, double lr,
                        const std::vector<const void *> &inputs,
                        float *const *outputs) {
     const int64_t count = settings_.accumulate;
     const int64_t micro = settings_.microBatch();
-    const float scale = 1.0f / float(count);
+    // Micro-batch k: rows [k * micro, (k + 1) * micro) of each array.
+    const auto n = static_cast<size_t>(count);
+    std::vector<std::vector<const void *>> parts(n);
+    std::vector<double> weights(n), weightedLosses(n);
+    for (int64_t k = 0; k < count; ++k) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        parts[size_t(k)].push_back(
+            static_cast<const char *>(inputs[i]) +
+            size_t(k * micro) * inputBytes(manifest_.inputs[i], 1));
+      weights[size_t(k)] = lossWeight(manifest_, micro, parts[size_t(k)].data());
+    }
+    const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
     if (!gpu_)
       gradSums_.assign(manifest_.paramFloats, 0.0f);
-    double lossSum = 0;
     for (int64_t k = 0; k < count; ++k) {
       const int64_t dropoutKey[2] = {int64_t(settings_.dropoutSeed),
                                      (step - 1) * count + k + 1};
-      // Micro-batch k: rows [k * micro, (k + 1) * micro) of each array.
-      std::vector<const void *> part;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        part.push_back(static_cast<const char *>(inputs[i]) +
-                       size_t(k * micro) * inputBytes(manifest_.inputs[i], 1));
+      // Nothing scored in the whole batch: every loss and gradient is 0.
+      const auto scale = float(total > 0 ? weights[size_t(k)] / total
+                                         : 1.0 / double(count));
       float loss = NAN;
       std::vector<float *> partOutputs = {&loss};
       for (size_t o = 1; o < manifest_.outputs.size(); ++o)
         partOutputs.push_back(outputs[o] +
                               size_t(k * micro) *
                                   outputElements(manifest_.outputs[o], 1));
+      const void *const *part = parts[size_t(k)].data();
       if (gpu_)
-        gpu_->accumulateGradients(micro, scale, k == 0, part.data(), dropoutKey,
+        gpu_->accumulateGradients(micro, scale, k == 0, part, dropoutKey,
                                   partOutputs.data());
       else
         library_.accumulateGradients(micro, current_.params.data(),
                                      current_.state.data(), gradSums_.data(),
-                                     scale, part.data(), dropoutKey,
+                                     scale, part, dropoutKey,
                                      partOutputs.data());
-      lossSum += loss;
+      weightedLosses[size_t(k)] = double(loss) * weights[size_t(k)];
     }
     if (gpu_)
       gpu_->applyGradients(float(lr), step);
@@ -643,7 +650,7 @@ public:
       library_.applyGradients(current_.params.data(), current_.adamM.data(),
                               current_.adamV.data(), gradSums_.data(),
                               float(lr), step);
-    outputs[0][0] = float(lossSum / double(count));
+    outputs[0][0] = float(meanOverBatches(weightedLosses, weights));
   }
 
   /// Trains to the end, or to --stop-after, a signal or a non-finite loss;
@@ -1019,7 +1026,7 @@ int trainMain(int argc, char **argv) {
                               matmulNamed(f.devices.matmulOrFp32()));
 
   const TrainSettings base = manifest.train.value_or(TrainSettings{});
-  RunSettings s = settingsFrom(base, f, libraryName);
+  RunSettings s = settingsFrom(base, f);
   const fs::path out = f.out.value_or("runs/" + manifest.model);
   const fs::path lastPath = out / "last.safetensors";
   // Held before --out is read, for as long as the process runs.
@@ -1041,6 +1048,11 @@ int trainMain(int argc, char **argv) {
         "another --out",
         out.string(), lastPath.filename().string()));
   }
+  if (s.task.empty())
+    throw UsageError(fmt::format(
+        "{} names no task (compiled without a train section?): pass --task "
+        "NAME and --data DIR",
+        libraryName));
 
   // A fine-tuning run's starting point, read before anything is written.
   std::optional<Checkpoint> initial;

@@ -52,6 +52,34 @@ int64_t countCorrect(const float *predictions, int64_t classes,
 int64_t scoredSteps(const int32_t *lengths, const int32_t *stepLabels,
                     int64_t count, int64_t steps);
 
+/// Σ classWeights[label] over the labels a class-weighted cross entropy
+/// scores: `count` examples' labels or, with `lengths`, the real steps
+/// (t < lengths[k]) of [count, steps] step labels, a negative label left out.
+/// It is such a loss's denominator (Σ w[label] loss / Σ w[label]), so batch
+/// means combine weighed by it: weighed by examples, a split's loss would
+/// depend on how it was cut into batches.
+double classWeightSum(const std::vector<float> &classWeights,
+                      const int32_t *labels, int64_t count,
+                      const int32_t *lengths = nullptr, int64_t steps = 0);
+
+/// The weight of a batch's mean loss among other batches': what the mean
+/// is over, from the batch's model inputs (`inputs`, in the manifest's
+/// order, `count` examples): its examples; for per-step predictions, its
+/// real steps whose label is not negative; for real targets, those that
+/// are not NaN (at real steps); with class weights, the sum of the scored
+/// labels' weights. Batch means weighed by it add up to the mean over all
+/// their examples, however they were cut into batches (evaluations,
+/// lru-predict, accumulated micro-batches).
+double lossWeight(const Manifest &manifest, int64_t count,
+                  const void *const *inputs);
+
+/// The mean over several batches of their losses, given each batch's loss
+/// times its lossWeight and those weights (in batch order, so the sum does
+/// not depend on threads): Σ sums / Σ weights, 0 when nothing was scored
+/// (each batch's loss is 0 then). Class weights may sum below 1.
+double meanOverBatches(const std::vector<double> &weightedLosses,
+                       const std::vector<double> &weights);
+
 /// Sums of a regression's errors, |prediction - target| and its square.
 struct TargetErrorSums {
   double absolute = 0, squared = 0;

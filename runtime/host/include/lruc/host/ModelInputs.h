@@ -48,6 +48,7 @@ struct ModelInputs {
   int64_t rows = 0;
   bool hasLoss = false;                ///< the loss's input was given
   const int32_t *lengths = nullptr;    ///< the first lengths input's, if any
+  const int32_t *labels = nullptr;     ///< an example's `labels`, if given
   const int32_t *stepLabels = nullptr; ///< per-step `labels`, if given
   const float *targets = nullptr;      ///< `targets`, if given
 };

@@ -113,6 +113,9 @@ struct Manifest {
   /// says why.
   std::optional<StepInfo> step;
   std::string stepUnavailable;
+  /// A class-weighted cross entropy's weights, one a class (the mean over
+  /// a batch is Σ w[label] loss / Σ w[label]); empty without them.
+  std::vector<float> classWeights;
 
   const TensorInfo *findInput(std::string_view name) const;
   const ParamInfo *findParam(std::string_view name) const;

@@ -1,0 +1,327 @@
+"""A random model file (lruc-random-model SEED) through the commands a user
+runs, on made-up data of its inputs written as a tensors task:
+
+    python random_end_to_end.py SEED WORKDIR [--gpu SIMULATED_CUDA_SO]
+
+lruc compiles it; lru-train trains it a few steps (loss and every metric
+finite); a run stopped halfway and resumed ends with the same checkpoint
+and metrics, bit for bit; without BatchNorm and dropout, two micro-batches
+a step (--accumulate 2) record the same losses within 1e-4; lru-eval on the best checkpoint and lru-predict
+on the test split give the test loss the run recorded; where the model has
+a step mode, lru-predict --stream ends each sequence at forward's
+prediction, and streaming it in two pieces (--carry-out, --carry-in)
+predicts what streaming it whole does. With --gpu (the simulated CUDA
+driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path records
+the CPU run's losses within 1e-4. Prints `random_SEED: ... ok` or exits
+non-zero with the step that failed and its output.
+
+The data is noise shaped as the manifest's inputs: lengths 1..L (the first
+example the whole L), tokens 1..vocab-1 then padding 0, features NaN past
+each end (not read), labels of every class, some per-step labels -1 and
+some targets NaN (not scored). Pure Python beside the tools.
+"""
+import json
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_file import read_tensors, write_tensors  # noqa: E402
+
+STEPS, BATCH = 4, 4
+ROWS = {"train": 24, "val": 8, "test": 8}
+
+
+class Failure(Exception):
+    pass
+
+
+def run(args, env=None, expect_ok=True):
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    if expect_ok and done.returncode != 0:
+        raise Failure(f"`{' '.join(args)}` exited {done.returncode}:\n"
+                      f"{done.stdout}{done.stderr}")
+    return done.stdout + done.stderr
+
+
+def manifest(source):
+    """The library's manifest, as lruc's C++ embeds it (read from there, not
+    by loading the library: a sanitizer build's would not load here)."""
+    cpp = run(["lruc", source, "--emit=cpp"])
+    begin = cpp.index('R"lruc_manifest(') + len('R"lruc_manifest(')
+    return json.loads(cpp[begin:cpp.index(')lruc_manifest"', begin)])
+
+
+def split_tensors(m, rows, rng):
+    """{name: (dtype, shape, raw)} for `rows` examples of the model's inputs."""
+    inputs = {i["name"]: i["shape"] for i in m["inputs"]}
+    vocab = m["params"][0]["shape"][0]  # an embedding's table comes first
+    classes = next(o for o in m["outputs"] if o["name"] == "predictions")["shape"][-1]
+    out, lengths = {}, {}
+    for name in ("tokens", "tokens_a", "tokens_b", "features"):
+        if name not in inputs:
+            continue
+        steps = inputs[name][1]
+        suffix = name[len("tokens"):] if name.startswith("tokens") else ""
+        length = [steps] + [rng.randint(1, steps) for _ in range(rows - 1)]
+        if "lengths" + suffix in inputs:
+            lengths[name] = length
+            out["lengths" + suffix] = ("I32", [rows], struct.pack(f"<{rows}i", *length))
+        else:  # without lengths a sequence runs to its last non-zero token, or all L steps
+            length = [steps] * rows
+        if name == "features":
+            channels = inputs[name][2]
+            values = [rng.gauss(0, 1) if t < length[i] else math.nan
+                      for i in range(rows) for t in range(steps) for _ in range(channels)]
+            out[name] = ("F32", [rows, steps, channels], struct.pack(f"<{len(values)}f", *values))
+        else:
+            values = [rng.randint(1, vocab - 1) if t < length[i] else 0
+                      for i in range(rows) for t in range(steps)]
+            out[name] = ("I32", [rows, steps], struct.pack(f"<{len(values)}i", *values))
+    shape = [rows] + inputs.get("labels", inputs.get("targets"))[1:]
+    count = math.prod(shape)
+    if "labels" in inputs:
+        labels = [rng.randrange(classes) for _ in range(count)]
+        if len(shape) == 2:  # a class a step: some real steps not scored, 0 past the end
+            steps = shape[1]
+            length = next(iter(lengths.values()), [steps] * rows)
+            labels = [(-1 if rng.random() < 0.2 else labels[i * steps + t]) if t < length[i] else 0
+                      for i in range(rows) for t in range(steps)]
+        out["labels"] = ("I32", shape, struct.pack(f"<{count}i", *labels))
+    else:
+        targets = [math.nan if rng.random() < 0.2 else rng.gauss(0, 1) for _ in range(count)]
+        out["targets"] = ("F32", shape, struct.pack(f"<{count}f", *targets))
+    return out, lengths
+
+
+def metrics(path):
+    records = [json.loads(line) for line in open(path)]
+    for r in records:
+        for key in ("loss", "mae"):
+            if key in r and (r[key] is None or not math.isfinite(r[key])):
+                raise Failure(f"{path}: {key} not finite at step {r['step']}: {r}")
+    return records
+
+
+def same_records(a, b, rtol, what, ignore=("time",)):
+    if len(a) != len(b):
+        raise Failure(f"{what}: {len(a)} records against {len(b)}")
+    for x, y in zip(a, b):
+        x = {key: v for key, v in x.items() if key not in ignore}
+        y = {key: v for key, v in y.items() if key not in ignore}
+        for key in ("loss", "mae"):
+            u, v = x.pop(key, None), y.pop(key, None)
+            if (u is None) != (v is None) or (
+                    u is not None and abs(u - v) > rtol * max(abs(u), 1e-30)):
+                raise Failure(f"{what}: step {x['step']} {key} {u} against {v}")
+        if x != y:
+            raise Failure(f"{what}: {x} against {y}")
+
+
+def loss_in(text, what):
+    words = text.replace(",", " ").split()
+    if "loss" not in words:
+        raise Failure(f"{what} printed no loss:\n{text}")
+    return float(words[words.index("loss") + 1])
+
+
+def close(a, b, rtol, what):
+    if abs(a - b) > rtol * max(abs(a), abs(b), 1e-30):
+        raise Failure(f"{what}: {a} against {b}")
+
+
+def close_arrays(a, b, rtol, what):
+    """Equal NaNs, the rest within rtol of the largest value."""
+    scale = max([abs(v) for v in a if not math.isnan(v)] + [1e-30])
+    for i, (u, v) in enumerate(zip(a, b)):
+        if math.isnan(u) != math.isnan(v) or abs(u - v) > rtol * scale:
+            raise Failure(f"{what}: element {i} is {v}, {u} expected")
+
+
+def predictions(path):
+    _, shape, raw = read_tensors(path)["predictions"]
+    return shape, struct.unpack(f"<{len(raw) // 4}f", raw)
+
+
+def check_stream(work, library, test, lengths, whole_path):
+    """Step mode ends each sequence at forward's prediction; two pieces
+    stream as the whole does."""
+    streamed = os.path.join(work, "streamed.safetensors")
+    run(["lru-predict", library, os.path.join(work, "run/best.safetensors"), test,
+         "-o", streamed, "--stream", "--threads", "1"])
+    (n, steps, k), stream = predictions(streamed)
+    whole_shape, whole = predictions(whole_path)
+    scale = max([abs(v) for v in whole if not math.isnan(v)] + [1.0])
+    for i in range(n):
+        rows = [stream[(i * steps + t) * k:(i * steps + t + 1) * k] for t in range(steps)]
+        real = [t for t in range(steps) if not any(map(math.isnan, rows[t]))]
+        if real != list(range(lengths[i])):
+            raise Failure(f"stream: example {i} has steps {real} that are not NaN, "
+                          f"length {lengths[i]}")
+        if len(whole_shape) == 2:
+            pairs = [(rows[lengths[i] - 1], whole[i * k:(i + 1) * k])]
+        else:
+            pairs = [(rows[t], whole[(i * steps + t) * k:(i * steps + t + 1) * k]) for t in real]
+        for a, b in pairs:
+            worst = max(abs(u - v) for u, v in zip(a, b))
+            if worst > 1e-4 * scale:
+                raise Failure(f"stream: example {i} differs from forward by {worst:.3g}")
+    if steps < 2:
+        return "stream"
+    # Two pieces: steps [0, cut) of every sequence, then the rest.
+    tensors = read_tensors(test)
+    name = "tokens" if "tokens" in tensors else "features"
+    dtype, shape, raw = tensors[name]
+    if "lengths" not in tensors:
+        return "stream"
+    cut, row = 1 + steps // 3, len(raw) // n
+    step_bytes = row // steps
+    whole_lengths = lengths
+    pieces = []
+    for piece, (lo, hi) in enumerate(((0, cut), (cut, None))):
+        body, piece_lengths = [], []
+        for i in range(n):
+            end = min(whole_lengths[i], cut) if hi is not None else whole_lengths[i]
+            start = min(lo, end)
+            part = raw[i * row + start * step_bytes:i * row + end * step_bytes]
+            body.append(part + bytes(row - len(part)))
+            piece_lengths.append(end - start)
+        path = os.path.join(work, f"piece{piece}.safetensors")
+        write_tensors(path, {name: (dtype, shape, b"".join(body)),
+                             "lengths": ("I32", [n], struct.pack(f"<{n}i", *piece_lengths))})
+        pieces.append((path, piece_lengths))
+    carry = os.path.join(work, "carry.safetensors")
+    for piece, (path, piece_lengths) in enumerate(pieces):
+        out = os.path.join(work, f"piece{piece}-out.safetensors")
+        flags = ["--carry-out", carry] + (["--carry-in", carry] if piece else [])
+        run(["lru-predict", library, os.path.join(work, "run/best.safetensors"), path,
+             "-o", out, "--stream", "--threads", "1"] + flags)
+        _, got = predictions(out)
+        offset = 0 if piece == 0 else cut
+        for i in range(n):
+            for t in range(piece_lengths[i]):
+                want = stream[(i * steps + offset + t) * k:(i * steps + offset + t + 1) * k]
+                have = got[(i * steps + t) * k:(i * steps + t + 1) * k]
+                if list(want) != list(have):
+                    raise Failure(f"stream piece {piece}: example {i} step {t} is "
+                                  f"{have}, the whole stream's {want}")
+    steps_taken = read_tensors(carry)["steps"]
+    taken = struct.unpack(f"<{n}q", steps_taken[2])
+    if list(taken) != list(whole_lengths):
+        raise Failure(f"carry: steps {list(taken)}, lengths {whole_lengths}")
+    return "stream, pieces"
+
+
+def main():
+    args = sys.argv[1:]
+    gpu = None
+    if "--gpu" in args:
+        i = args.index("--gpu")
+        gpu = args[i + 1]
+        del args[i:i + 2]
+    seed, work = int(args[0]), args[1]
+    os.makedirs(work, exist_ok=True)
+    source = os.path.join(work, f"random_{seed}.lru")
+    library = os.path.join(work, f"random_{seed}.so")
+    with open(source, "w") as f:
+        f.write(run(["lruc-random-model", str(seed)]))
+    run(["lruc", source, "-o", library])
+    m = manifest(source)
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    rng = random.Random(seed)
+    test_lengths = None
+    for split, rows in ROWS.items():
+        tensors, lengths = split_tensors(m, rows, rng)
+        write_tensors(os.path.join(data, f"{split}.safetensors"), tensors)
+        if split == "test":
+            test_lengths = next(iter(lengths.values()), None)
+    test = os.path.join(data, "test.safetensors")
+
+    train = ["lru-train", library, "--task", "tensors", "--data", data,
+             "--steps", str(STEPS), "--batch", str(BATCH), "--eval-every", "2",
+             "--threads", "1", "--log-every", "1000"]
+    run(train + ["--out", os.path.join(work, "run")])
+    straight = metrics(os.path.join(work, "run/metrics.jsonl"))
+    if not any(r.get("split") == "test" for r in straight):
+        raise Failure("the run recorded no test evaluation")
+    checks = ["train"]
+
+    # Stopped halfway, resumed: the same run.
+    parts = os.path.join(work, "parts")
+    run(train + ["--out", parts, "--stop-after", str(STEPS // 2)])
+    run(["lru-train", library, "--resume", "--out", parts, "--threads", "1",
+         "--log-every", "1000"])
+    same_records(straight, metrics(os.path.join(parts, "metrics.jsonl")), 0.0, "resume")
+    a = read_tensors(os.path.join(work, "run/last.safetensors"))
+    b = read_tensors(os.path.join(parts, "last.safetensors"))
+    differ = [name for name in a if a[name] != b.get(name)]
+    if differ or a.keys() != b.keys():
+        raise Failure(f"resume: the last checkpoints differ ({differ[:3]})")
+    checks.append("resume")
+
+    # Two micro-batches a step (--accumulate 2) train as one batch, up to
+    # rounding, where no layer couples a batch's examples (BatchNorm) and
+    # no dropout draws masks per micro-batch: each micro-batch's gradient
+    # weighs what its mean loss is over.
+    text = open(source).read()
+    if "norm batch" not in text and "dropout" not in text:
+        run(train + ["--out", os.path.join(work, "accumulated"), "--accumulate", "2"])
+        same_records(straight, metrics(os.path.join(work, "accumulated/metrics.jsonl")),
+                     1e-4, "--accumulate 2 against one call", ignore=("time", "accuracy"))
+        checks.append("accumulate")
+
+    # The test loss, three ways: the run's record, lru-eval, lru-predict.
+    recorded = [r for r in straight if r.get("split") == "test"][-1]["loss"]
+    best = os.path.join(work, "run/best.safetensors")
+    # lru-eval prints 4 decimals. A split's loss does not depend on how it
+    # is cut into batches (per-step, NaN targets, class weights).
+    evaluated = loss_in(run(["lru-eval", library, best, "--threads", "1"]), "lru-eval")
+    close(recorded, evaluated, 1e-3, "lru-eval's test loss against the run's")
+    predicted = os.path.join(work, "predicted.safetensors")
+    for batch in ("32", "3"):
+        run(["lru-predict", library, best, test, "-o", predicted, "--threads", "1",
+             "--batch", batch])
+        (loss_raw,) = struct.unpack("<f", read_tensors(predicted)["loss"][2])
+        close(recorded, loss_raw, 1e-5,
+              f"lru-predict's loss (batches of {batch}) against the run's")
+    checks += ["eval", "predict"]
+
+    sequences = {i["name"] for i in m["inputs"]} & {"tokens", "features"}
+    streams = not m.get("step_unavailable") and bool(sequences)
+    if streams:
+        steps = next(i for i in m["inputs"] if i["name"] in sequences)["shape"][1]
+        lengths = test_lengths or [steps] * ROWS["test"]
+        checks.append(check_stream(work, library, test, lengths, predicted))
+
+    if gpu is not None:
+        kernels = os.path.join(work, f"random_{seed}-kernels.so")
+        run(["lruc-simulated-kernels", library, "-o", kernels])
+        env = dict(os.environ, LRUC_CUDA_DRIVER=gpu, LRUC_CUBLAS=gpu,
+                   LRUC_NVRTC_OPTIONS="--Ofast-compile=max",
+                   LRUC_SIMULATED_KERNELS=kernels,
+                   LRUC_CACHE_DIR=os.path.join(work, "cache"))
+        run(train + ["--device", "gpu", "--out", os.path.join(work, "gpu")], env=env)
+        # Accuracies may differ where two classes' logits nearly tie.
+        same_records(straight, metrics(os.path.join(work, "gpu/metrics.jsonl")), 1e-4,
+                     "gpu against cpu", ignore=("time", "accuracy"))
+        # Predictions on the GPU, whole and (with a step mode) streamed.
+        for stream in ([], ["--stream"]) if streams else ([],):
+            cpu_out = predicted if not stream else os.path.join(work, "streamed.safetensors")
+            gpu_out = os.path.join(work, "gpu-predicted.safetensors")
+            run(["lru-predict", library, best, test, "-o", gpu_out, "--device", "gpu"]
+                + stream, env=env)
+            close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], 1e-4,
+                         f"lru-predict {' '.join(stream)} on the GPU against the CPU")
+        checks.append("gpu")
+    print(f"random_{seed}: {', '.join(checks)} ok")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failure as failure:
+        sys.exit(f"random_{sys.argv[1]}: {failure}")
