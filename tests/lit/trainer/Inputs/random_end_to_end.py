@@ -11,8 +11,10 @@ on the test split give the test loss the run recorded; where the model has
 a step mode, lru-predict --stream ends each sequence at forward's
 prediction, and streaming it in two pieces (--carry-out, --carry-in)
 predicts what streaming it whole does. With --gpu (the simulated CUDA
-driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path records
-the CPU run's losses within 1e-4. Prints `random_SEED: ... ok` or exits
+driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
+where checked, its --accumulate 2) records the CPU run's losses within
+1e-4, and lru-predict on the GPU, whole and streamed, predicts what the
+CPU does within 1e-4. Prints `random_SEED: ... ok` or exits
 non-zero with the step that failed and its output.
 
 The data is noise shaped as the manifest's inputs: lengths 1..L (the first
@@ -308,6 +310,13 @@ def main():
         # Accuracies may differ where two classes' logits nearly tie.
         same_records(straight, metrics(os.path.join(work, "gpu/metrics.jsonl")), 1e-4,
                      "gpu against cpu", ignore=("time", "accuracy"))
+        if "accumulate" in checks:
+            run(train + ["--device", "gpu", "--accumulate", "2",
+                         "--out", os.path.join(work, "gpu-accumulated")], env=env)
+            same_records(straight,
+                         metrics(os.path.join(work, "gpu-accumulated/metrics.jsonl")),
+                         1e-4, "--accumulate 2 on the GPU against one call on the CPU",
+                         ignore=("time", "accuracy"))
         # Predictions on the GPU, whole and (with a step mode) streamed.
         for stream in ([], ["--stream"]) if streams else ([],):
             cpu_out = predicted if not stream else os.path.join(work, "streamed.safetensors")
