@@ -226,6 +226,13 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
 
   const int64_t printEvery = std::max<int64_t>(1, every.value_or((steps + 7) / 8));
   const int64_t classes = int64_t(outSize);
+  // A classifier's running answer is its class; a regression's (or a
+  // class a step's) its values.
+  const bool classPerExample =
+      !perStep && dataset.supervision == data::Supervision::Labels;
+  auto values = [](const std::vector<float> &v) {
+    return fmt::format("{:.4f}", fmt::join(v, " "));
+  };
   double stepSeconds = 0;
   std::vector<const void *> stepInputs(sources.size());
   float *outputs[] = {predictions.data()};
@@ -240,13 +247,12 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
     if (perStep)
       streamed.insert(streamed.end(), predictions.begin(), predictions.end());
     if ((t + 1) % printEvery == 0 || t + 1 == steps) {
-      if (perStep)
-        std::printf("%s: step %lld: predictions %s\n", kTool,
-                    (long long)(t + 1),
-                    fmt::format("{:.4f}", fmt::join(predictions, " ")).c_str());
-      else
+      if (classPerExample)
         std::printf("%s: step %lld: class %lld\n", kTool, (long long)(t + 1),
                     (long long)argmax(predictions.data(), classes));
+      else
+        std::printf("%s: step %lld: predictions %s\n", kTool,
+                    (long long)(t + 1), values(predictions).c_str());
     }
   }
   if (!perStep)
@@ -262,11 +268,15 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
     maxDiff = std::max(maxDiff, double(std::abs(streamed[k] - reference[at])));
     scale = std::max(scale, double(std::abs(reference[at])));
   }
-  if (!perStep && !batch.labels.empty())
+  if (classPerExample && !batch.labels.empty())
     std::printf("%s: label %d, streamed prediction %lld, forward's %lld\n",
                 kTool, batch.labels[0],
                 (long long)argmax(streamed.data(), classes),
                 (long long)argmax(reference.data(), classes));
+  else if (!perStep && dataset.supervision == data::Supervision::Targets)
+    std::printf("%s: targets %s, streamed predictions %s, forward's %s\n",
+                kTool, values(batch.targets).c_str(), values(streamed).c_str(),
+                values(reference).c_str());
   std::printf("%s: streamed %lld steps in %.2f ms (%.1f us per step); "
               "forward on the whole example %.2f ms; largest difference "
               "from forward's predictions %.2g\n",
