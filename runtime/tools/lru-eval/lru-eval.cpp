@@ -226,10 +226,12 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
 
   const int64_t printEvery = std::max<int64_t>(1, every.value_or((steps + 7) / 8));
   const int64_t classes = int64_t(outSize);
-  // A classifier's running answer is its class; a regression's (or a
-  // class a step's) its values.
+  // A classifier's answer is its class (a class a step: this step's, with
+  // its label); a regression's its values.
   const bool classPerExample =
       !perStep && dataset.supervision == data::Supervision::Labels;
+  const bool classPerStep =
+      perStep && dataset.supervision == data::Supervision::StepLabels;
   auto values = [](const std::vector<float> &v) {
     return fmt::format("{:.4f}", fmt::join(v, " "));
   };
@@ -250,6 +252,11 @@ void streamExample(const ModelLibrary &library, const StreamRunner &runner,
       if (classPerExample)
         std::printf("%s: step %lld: class %lld\n", kTool, (long long)(t + 1),
                     (long long)argmax(predictions.data(), classes));
+      else if (classPerStep)
+        std::printf("%s: step %lld: class %lld, label %d\n", kTool,
+                    (long long)(t + 1),
+                    (long long)argmax(predictions.data(), classes),
+                    batch.stepLabels[size_t(t)]);
       else
         std::printf("%s: step %lld: predictions %s\n", kTool,
                     (long long)(t + 1), values(predictions).c_str());
