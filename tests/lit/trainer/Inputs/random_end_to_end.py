@@ -30,7 +30,8 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from safetensors_file import read_tensors, write_tensors  # noqa: E402
 
 STEPS, BATCH = 4, 4
@@ -96,7 +97,7 @@ def split_tensors(m, rows, rng):
     else:
         targets = [math.nan if rng.random() < 0.2 else rng.gauss(0, 1) for _ in range(count)]
         out["targets"] = ("F32", shape, struct.pack(f"<{count}f", *targets))
-    return out, lengths
+    return out
 
 
 def metrics(path):
@@ -148,72 +149,34 @@ def predictions(path):
     return shape, struct.unpack(f"<{len(raw) // 4}f", raw)
 
 
-def check_stream(work, library, test, lengths, whole_path):
-    """Step mode ends each sequence at forward's prediction; two pieces
-    stream as the whole does."""
+def helper(script, *args):
+    """Runs one of the trainer tests' checking scripts beside this one."""
+    return run([sys.executable, os.path.join(HERE, script), *args])
+
+
+def check_stream(work, library, best, test, whole):
+    """Step mode ends each sequence at forward's prediction
+    (streamed_matches.py); two pieces stream as the whole does, bit for bit
+    (stream_pieces.py)."""
+    def stream(inputs, out, *carries):
+        run(["lru-predict", library, best, inputs, "-o", out, "--stream",
+             "--threads", "1", *carries])
     streamed = os.path.join(work, "streamed.safetensors")
-    run(["lru-predict", library, os.path.join(work, "run/best.safetensors"), test,
-         "-o", streamed, "--stream", "--threads", "1"])
-    (n, steps, k), stream = predictions(streamed)
-    whole_shape, whole = predictions(whole_path)
-    scale = max([abs(v) for v in whole if not math.isnan(v)] + [1.0])
-    for i in range(n):
-        rows = [stream[(i * steps + t) * k:(i * steps + t + 1) * k] for t in range(steps)]
-        real = [t for t in range(steps) if not any(map(math.isnan, rows[t]))]
-        if real != list(range(lengths[i])):
-            raise Failure(f"stream: example {i} has steps {real} that are not NaN, "
-                          f"length {lengths[i]}")
-        if len(whole_shape) == 2:
-            pairs = [(rows[lengths[i] - 1], whole[i * k:(i + 1) * k])]
-        else:
-            pairs = [(rows[t], whole[(i * steps + t) * k:(i * steps + t + 1) * k]) for t in real]
-        for a, b in pairs:
-            worst = max(abs(u - v) for u, v in zip(a, b))
-            if worst > 1e-4 * scale:
-                raise Failure(f"stream: example {i} differs from forward by {worst:.3g}")
+    stream(test, streamed)
+    values = [abs(v) for v in predictions(whole)[1] if not math.isnan(v)]
+    atol = 1e-4 * max(values + [1.0])
+    helper("streamed_matches.py", streamed, whole, test, "--atol", repr(atol))
+    steps = predictions(streamed)[0][1]
     if steps < 2:
         return "stream"
-    # Two pieces: steps [0, cut) of every sequence, then the rest.
-    tensors = read_tensors(test)
-    name = "tokens" if "tokens" in tensors else "features"
-    dtype, shape, raw = tensors[name]
-    if "lengths" not in tensors:
-        return "stream"
-    cut, row = 1 + steps // 3, len(raw) // n
-    step_bytes = row // steps
-    whole_lengths = lengths
-    pieces = []
-    for piece, (lo, hi) in enumerate(((0, cut), (cut, None))):
-        body, piece_lengths = [], []
-        for i in range(n):
-            end = min(whole_lengths[i], cut) if hi is not None else whole_lengths[i]
-            start = min(lo, end)
-            part = raw[i * row + start * step_bytes:i * row + end * step_bytes]
-            body.append(part + bytes(row - len(part)))
-            piece_lengths.append(end - start)
-        path = os.path.join(work, f"piece{piece}.safetensors")
-        write_tensors(path, {name: (dtype, shape, b"".join(body)),
-                             "lengths": ("I32", [n], struct.pack(f"<{n}i", *piece_lengths))})
-        pieces.append((path, piece_lengths))
-    carry = os.path.join(work, "carry.safetensors")
-    for piece, (path, piece_lengths) in enumerate(pieces):
-        out = os.path.join(work, f"piece{piece}-out.safetensors")
-        flags = ["--carry-out", carry] + (["--carry-in", carry] if piece else [])
-        run(["lru-predict", library, os.path.join(work, "run/best.safetensors"), path,
-             "-o", out, "--stream", "--threads", "1"] + flags)
-        _, got = predictions(out)
-        offset = 0 if piece == 0 else cut
-        for i in range(n):
-            for t in range(piece_lengths[i]):
-                want = stream[(i * steps + offset + t) * k:(i * steps + offset + t + 1) * k]
-                have = got[(i * steps + t) * k:(i * steps + t + 1) * k]
-                if list(want) != list(have):
-                    raise Failure(f"stream piece {piece}: example {i} step {t} is "
-                                  f"{have}, the whole stream's {want}")
-    steps_taken = read_tensors(carry)["steps"]
-    taken = struct.unpack(f"<{n}q", steps_taken[2])
-    if list(taken) != list(whole_lengths):
-        raise Failure(f"carry: steps {list(taken)}, lengths {whole_lengths}")
+    cut = str(1 + steps // 3)
+    pieces = [os.path.join(work, f"piece{i}.safetensors") for i in (1, 2)]
+    outs = [os.path.join(work, f"piece{i}-streamed.safetensors") for i in (1, 2)]
+    carries = [os.path.join(work, f"carry{i}.safetensors") for i in (1, 2)]
+    helper("stream_pieces.py", "split", test, cut, *pieces)
+    stream(pieces[0], outs[0], "--carry-out", carries[0])
+    stream(pieces[1], outs[1], "--carry-in", carries[0], "--carry-out", carries[1])
+    helper("stream_pieces.py", "check", streamed, cut, test, *outs, *carries)
     return "stream, pieces"
 
 
@@ -235,12 +198,9 @@ def main():
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     rng = random.Random(seed)
-    test_lengths = None
     for split, rows in ROWS.items():
-        tensors, lengths = split_tensors(m, rows, rng)
-        write_tensors(os.path.join(data, f"{split}.safetensors"), tensors)
-        if split == "test":
-            test_lengths = next(iter(lengths.values()), None)
+        write_tensors(os.path.join(data, f"{split}.safetensors"),
+                      split_tensors(m, rows, rng))
     test = os.path.join(data, "test.safetensors")
 
     train = ["lru-train", library, "--task", "tensors", "--data", data,
@@ -292,12 +252,12 @@ def main():
               f"lru-predict's loss (batches of {batch}) against the run's")
     checks += ["eval", "predict"]
 
-    sequences = {i["name"] for i in m["inputs"]} & {"tokens", "features"}
-    streams = not m.get("step_unavailable") and bool(sequences)
+    # Step mode takes one sequence (not two towers) with its lengths.
+    names = {i["name"] for i in m["inputs"]}
+    streams = (not m.get("step_unavailable") and "lengths" in names
+               and bool(names & {"tokens", "features"}))
     if streams:
-        steps = next(i for i in m["inputs"] if i["name"] in sequences)["shape"][1]
-        lengths = test_lengths or [steps] * ROWS["test"]
-        checks.append(check_stream(work, library, test, lengths, predicted))
+        checks.append(check_stream(work, library, best, test, predicted))
 
     if gpu is not None:
         kernels = os.path.join(work, f"random_{seed}-kernels.so")

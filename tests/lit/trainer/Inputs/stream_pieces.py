@@ -7,16 +7,17 @@ pieces one after the other (lru-predict --stream --carry-out, then
     python stream_pieces.py list FILE
     python stream_pieces.py idle PIECE CARRY_IN CARRY_OUT
 
-split: WHOLE holds `tokens` or `features` [n, L, ...] and `lengths` [n]
-(each above K); FIRST gets steps [0, K) of each sequence (lengths K),
-SECOND the rest moved to the start (lengths length - K), padding 0 after.
+split: WHOLE holds `tokens` or `features` [n, L, ...] and `lengths` [n];
+FIRST gets steps [0, K) of each sequence (lengths K, or the sequence's
+own where shorter), SECOND the rest moved to the start (lengths length -
+K, 0 for a sequence of at most K steps), padding 0 after.
 Every other tensor is left out.
 
 check: WHOLE, FIRST and SECOND are --stream predictions [n, L, ...]:
 FIRST's step t must be WHOLE's step t, SECOND's step t WHOLE's step K + t,
 bit for bit (or within --atol), and NaN past each piece's length; CARRY_1
-and CARRY_2 (the carry files after each piece) must say K and length steps
-taken.
+and CARRY_2 (the carry files after each piece) must say min(K, length)
+and length steps taken.
 
 idle: the streams of PIECE with length 0 stand in CARRY_OUT where they
 stood in CARRY_IN (every carry's row and the steps alike); the others have
@@ -37,11 +38,16 @@ def ints(raw, dtype):
     return list(struct.unpack(f"<{len(raw) // struct.calcsize(fmt)}{fmt}", raw))
 
 
+def piece_lengths(lengths, k):
+    """Each stream's steps in the first piece and in the second: a stream
+    of at most K steps has none in the second (it stands where it stood)."""
+    return [min(k, n) for n in lengths], [max(n - k, 0) for n in lengths]
+
+
 def split(whole, k, first, second):
     tensors = read_tensors(whole)
     dtype, _, raw = tensors["lengths"]
     lengths = ints(raw, dtype)
-    assert all(n > k for n in lengths), f"every length must exceed {k}: {lengths}"
     name = "tokens" if "tokens" in tensors else "features"
     dtype, shape, raw = tensors[name]
     n, steps = shape[0], shape[1]
@@ -50,16 +56,17 @@ def split(whole, k, first, second):
     pieces = ([], [])
     for i, length in enumerate(lengths):
         row = raw[i * row_bytes : (i + 1) * row_bytes]
-        for piece, (begin, end) in zip(pieces, ((0, k), (k, length))):
+        for piece, (begin, end) in zip(pieces, ((0, min(k, length)), (k, length))):
             body = row[begin * step_bytes : end * step_bytes]
             piece.append(body + bytes(row_bytes - len(body)))
-    for path, piece, piece_lengths in (
-        (first, pieces[0], [k] * n),
-        (second, pieces[1], [length - k for length in lengths]),
+    first_lengths, second_lengths = piece_lengths(lengths, k)
+    for path, piece, lengths_in_piece in (
+        (first, pieces[0], first_lengths),
+        (second, pieces[1], second_lengths),
     ):
         write_tensors(path, {
             name: (dtype, shape, b"".join(piece)),
-            "lengths": ("I32", [n], struct.pack(f"<{n}i", *piece_lengths)),
+            "lengths": ("I32", [n], struct.pack(f"<{n}i", *lengths_in_piece)),
         })
 
 
@@ -75,16 +82,17 @@ def check(whole, k, lengths_file, first, second, carry_1, carry_2, atol=None):
     n, steps = shape[0], shape[1]
     width = len(all_steps) // (n * steps)
     failures = []
-    for path, offset, piece_lengths in (
-        (first, 0, [k] * n),
-        (second, k, [length - k for length in lengths]),
+    first_lengths, second_lengths = piece_lengths(lengths, k)
+    for path, offset, lengths_in_piece in (
+        (first, 0, first_lengths),
+        (second, k, second_lengths),
     ):
         piece_shape, piece = floats(path)
         assert piece_shape == shape, f"{path}: {piece_shape}, expected {shape}"
         for i in range(n):
             for t in range(steps):
                 got = piece[(i * steps + t) * width : (i * steps + t + 1) * width]
-                if t >= piece_lengths[i]:
+                if t >= lengths_in_piece[i]:
                     if not all(math.isnan(v) for v in got):
                         failures.append(f"{path}: example {i} step {t} past its end is {got}")
                     continue
@@ -94,7 +102,7 @@ def check(whole, k, lengths_file, first, second, carry_1, carry_2, atol=None):
                         any(abs(a - b) > atol for a, b in zip(got, want))):
                     failures.append(f"{path}: example {i} step {t} is {got}, "
                                     f"the whole stream's step {offset + t} {want}")
-    for path, want in ((carry_1, [k] * n), (carry_2, lengths)):
+    for path, want in ((carry_1, first_lengths), (carry_2, lengths)):
         dtype, _, raw = read_tensors(path)["steps"]
         if ints(raw, dtype) != want:
             failures.append(f"{path}: steps {ints(raw, dtype)}, expected {want}")
