@@ -5,17 +5,19 @@ runs, on made-up data of its inputs written as a tensors task:
 
 lruc compiles it; lru-train trains it a few steps (loss and every metric
 finite); a run stopped halfway and resumed ends with the same checkpoint
-and metrics, bit for bit; without BatchNorm and dropout, two micro-batches
-a step (--accumulate 2) record the same losses within 1e-4; lru-eval on
-the best checkpoint and lru-predict on the test split give the test loss
-the run recorded; where the model has
+and metrics, bit for bit; two threads record the one thread's losses
+within 1e-4; without BatchNorm and dropout, two micro-batches a step
+(--accumulate 2) do too; lru-eval on the best checkpoint and lru-predict
+on the test split give the test loss the run recorded, lru-eval --split
+val on the last checkpoint the last validation's; a run stopped early
+(--patience 1) records its best checkpoint's test loss; where the model has
 a step mode, lru-predict --stream ends each sequence at forward's
 prediction, and streaming it in two pieces (--carry-out, --carry-in)
 predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
-1e-4, and lru-predict on the GPU, whole and streamed, predicts what the
-CPU does within 1e-4. Prints `random_SEED: ... ok` or exits non-zero
+1e-4, lru-eval on the GPU gives the CPU's test loss, and lru-predict on
+the GPU, whole and streamed, predicts what the CPU does within 1e-4. Prints `random_SEED: ... ok` or exits non-zero
 with the step that failed and its output.
 
 The data is noise shaped as the manifest's inputs: lengths 1..L (the first
@@ -145,6 +147,13 @@ def predictions(path):
     return shape, struct.unpack(f"<{len(raw) // 4}f", raw)
 
 
+def test_loss(library, checkpoint, test, out, batch, env=None, device=()):
+    """The loss lru-predict reports for the test split, in batches of `batch`."""
+    run(["lru-predict", library, checkpoint, test, "-o", out, "--threads", "1",
+         "--batch", batch, *device], env=env)
+    return struct.unpack("<f", read_tensors(out)["loss"][2])[0]
+
+
 def helper(script, *args):
     """Runs one of the trainer tests' checking scripts beside this one."""
     return run([sys.executable, os.path.join(HERE, script), *args])
@@ -199,9 +208,11 @@ def main():
                       split_tensors(m, rows, rng))
     test = os.path.join(data, "test.safetensors")
 
-    train = ["lru-train", library, "--task", "tensors", "--data", data,
-             "--steps", str(STEPS), "--batch", str(BATCH), "--eval-every", "2",
-             "--threads", "1", "--log-every", "1000"]
+    def lru_train(steps=STEPS, eval_every=2, threads=1):
+        return ["lru-train", library, "--task", "tensors", "--data", data,
+                "--steps", str(steps), "--batch", str(BATCH), "--eval-every", str(eval_every),
+                "--threads", str(threads), "--log-every", "1000"]
+    train = lru_train()
     run(train + ["--out", os.path.join(work, "run")])
     straight_metrics = os.path.join(work, "run/metrics.jsonl")
     straight = metrics(straight_metrics)
@@ -222,6 +233,12 @@ def main():
         raise Failure(f"resume: the last checkpoints differ ({differ[:3]})")
     checks.append("resume")
 
+    # Two threads train as one does, up to the order of a product's sums.
+    run(lru_train(threads=2) + ["--out", os.path.join(work, "threads")])
+    same_metrics(straight_metrics, os.path.join(work, "threads/metrics.jsonl"), 1e-4,
+                 "--threads 2 against 1", losses_only=True)
+    checks.append("threads")
+
     # Two micro-batches a step (--accumulate 2) train as one batch, up to
     # rounding, where no layer couples a batch's examples (BatchNorm) and
     # no dropout draws masks per micro-batch: each micro-batch's gradient
@@ -240,14 +257,30 @@ def main():
     # is cut into batches (per-step, NaN targets, class weights).
     evaluated = loss_in(run(["lru-eval", library, best, "--threads", "1"]), "lru-eval")
     close(recorded, evaluated, 1e-3, "lru-eval's test loss against the run's")
+    # The last checkpoint is the step of the last validation.
+    last_val = [r for r in straight if r.get("split") == "val"][-1]["loss"]
+    val = loss_in(run(["lru-eval", library, os.path.join(work, "run/last.safetensors"),
+                       "--split", "val", "--threads", "1"]), "lru-eval --split val")
+    close(last_val, val, 1e-3, "lru-eval's val loss of the last checkpoint against the run's")
     predicted = os.path.join(work, "predicted.safetensors")
     for batch in ("32", "3"):
-        run(["lru-predict", library, best, test, "-o", predicted, "--threads", "1",
-             "--batch", batch])
-        (loss_raw,) = struct.unpack("<f", read_tensors(predicted)["loss"][2])
-        close(recorded, loss_raw, 1e-5,
+        close(recorded, test_loss(library, best, test, predicted, batch), 1e-5,
               f"lru-predict's loss (batches of {batch}) against the run's")
     checks += ["eval", "predict"]
+
+    # Stopped early (--patience 1, an evaluation each step): the test
+    # record is the best checkpoint's test loss.
+    patient = os.path.join(work, "patience")
+    run(lru_train(steps=3 * STEPS, eval_every=1) + ["--patience", "1", "--out", patient])
+    tested = [r for r in metrics(os.path.join(patient, "metrics.jsonl"))
+              if r.get("split") == "test"]
+    if len(tested) != 1:
+        raise Failure(f"--patience: {len(tested)} test records, 1 expected")
+    close(tested[0]["loss"], test_loss(library, os.path.join(patient, "best.safetensors"),
+                                       test, os.path.join(patient, "predicted.safetensors"),
+                                       "32"),
+          1e-5, "--patience: the test record against the best checkpoint's test loss")
+    checks.append("patience")
 
     # Step mode takes one sequence (not two towers) with its lengths.
     names = {i["name"] for i in m["inputs"]}
@@ -274,6 +307,9 @@ def main():
                          os.path.join(work, "gpu-accumulated/metrics.jsonl"), 1e-4,
                          "--accumulate 2 on the GPU against one call on the CPU",
                          losses_only=True)
+        gpu_evaluated = loss_in(run(["lru-eval", library, best, "--device", "gpu"], env=env),
+                                "lru-eval --device gpu")
+        close(evaluated, gpu_evaluated, 1e-3, "lru-eval's test loss on the GPU against the CPU")
         # Predictions on the GPU, whole and (with a step mode) streamed.
         for stream in ([], ["--stream"]) if streams else ([],):
             cpu_out = predicted if not stream else os.path.join(work, "streamed.safetensors")
