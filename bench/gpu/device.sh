@@ -33,6 +33,13 @@
 #                                       (ListOps shrunk, generated data):
 #                                       the same losses and parameters within
 #                                       1e-3; lru-eval --stream on both
+#   device.sh random [SEED...]          random model files (the kit's
+#                                       seeds, or those named) through
+#                                       lru-train, lru-eval and lru-predict
+#                                       on the GPU against the CPU, within
+#                                       1e-3 (random_end_to_end.py
+#                                       --prebuilt; LRUC_RANDOM_GPU: the
+#                                       simulated driver instead)
 #   device.sh agree [FRAMEWORKS]        from the repository root: PyTorch
 #                                       and JAX (default torch,jax) against
 #                                       each model's GPU half, shrunk
@@ -89,7 +96,7 @@ if [ "$what" = check ] || [ "$what" = all ]; then
     "${libraries[@]}" 2>&1 | tee "$out/check.log" || status=1
 fi
 
-has_part() { # train/ or agree/: a kit packed with kit.sh --models-only has neither
+has_part() { # train/, agree/ or random/: a kit packed with kit.sh --models-only has none
   [ -d "$kit/$1" ] && return 0
   echo "device.sh $1: the kit has no $1/ (packed with kit.sh --models-only)"
   status=1
@@ -123,6 +130,22 @@ if { [ "$what" = train ] || [ "$what" = all ]; } && has_part train; then
     echo "device.sh: lru-eval --stream differs between the GPU and the CPU"
     status=1
   fi
+fi
+
+if [ "$what" = random ] && has_part random; then
+  seeds=("$@")
+  if [ ${#seeds[@]} -eq 0 ]; then
+    for library in "$kit"/random/random_*.so; do
+      name="$(basename "$library" .so)"
+      seeds+=("${name#random_}")
+    done
+  fi
+  for seed in "${seeds[@]}"; do
+    PATH="$kit/bin:$PATH" python3 "$kit/random/random_end_to_end.py" "$seed" \
+      "$out/random-$seed" --prebuilt "$kit/random" --gpu "${LRUC_RANDOM_GPU:-device}" \
+      2>&1 | tee "$out/random-$seed.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
 fi
 
 if [ "$what" = agree ] && has_part agree; then

@@ -11,9 +11,9 @@
 # archive (the device tool carries at most 64 MiB).
 #   bench/gpu/kit.sh [--models-only] [KIT_DIR [MODEL...]]
 #                                       (default .gpu-kit, every model)
-# --models-only leaves out device.sh train's and agree's libraries (a kit
-# for device.sh check and bench and bench/compare/gpu.py; packed in a
-# tenth of the time).
+# --models-only leaves out device.sh train's, agree's and random's
+# libraries (a kit for device.sh check and bench and bench/compare/gpu.py;
+# packed in a tenth of the time).
 # Needs a built tree ($LRUC_BIN, default build/bin). With
 # LRUC_BASELINE_BIN (another build's bin, say of the previous main), each
 # model is also built by that lruc as NAME.base.so, which device.sh bench
@@ -27,7 +27,7 @@
 # machine, in the repository:
 #   tar -xJf .gpu-kit/kit.tar.xz -C /tmp && /tmp/lruc-gpu-kit/device.sh all
 set -euo pipefail
-shopt -s nullglob # --models-only: no train/*.so or agree/*.so
+shopt -s nullglob # --models-only: no train/*.so, agree/*.so or random/*.so
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${LRUC_BIN:-$root/build/bin}"
 models_only=0
@@ -114,6 +114,23 @@ if [ $models_only = 0 ]; then
     "$bin/lruc" "$root/$file" --no-train --portable $defines -o "$stage/agree/$name.so"
   done
 fi
+# device.sh random: random model files (lruc-random-model) through
+# lru-train, lru-eval and lru-predict on the GPU against the CPU
+# (tests/lit/trainer/Inputs/random_end_to_end.py --prebuilt), each seed's
+# file, portable library and manifest prepared here. The seeds of the
+# trainer tests (tests/lit/trainer/random-models*.test), or
+# LRUC_KIT_RANDOM_SEEDS.
+if [ $models_only = 0 ]; then
+  mkdir -p "$stage/random"
+  inputs="$root/tests/lit/trainer/Inputs"
+  for seed in ${LRUC_KIT_RANDOM_SEEDS:-1 10 13 18 29}; do
+    PATH="$bin:$PATH" python3 "$inputs/random_end_to_end.py" "$seed" \
+      --prepare "$stage/random" >&2
+  done
+  cp "$inputs/random_end_to_end.py" "$inputs/safetensors_file.py" \
+    "$inputs/close_metrics.py" "$inputs/streamed_matches.py" \
+    "$inputs/stream_pieces.py" "$stage/random/"
+fi
 cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 
 # Every library's PTX for sm_90 (H100, H200), in the cache device.sh points
@@ -121,7 +138,8 @@ cp "$bin/../lib/liblruc-device.so" "$stage/lib/"
 # machine code (ptxas), which spares the device's driver its compile of the
 # PTX at each fresh machine's first load. Without NVRTC here the kit goes
 # without (the device compiles).
-if ! printf '%s\n' "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so |
+if ! printf '%s\n' "$stage"/models/*.so "$stage"/train/*.so "$stage"/agree/*.so \
+    "$stage"/random/*.so |
     grep -v '\.base\.so$' |
     LRUC_CACHE_DIR="$stage/cache" xargs -P "$(nproc)" -n 1 "$bin/lruc-kit-ptx" sm_90 >&2; then
   echo "kit.sh: no PTX in the kit (lruc-kit-ptx failed above); the GPU machine will compile it" >&2
@@ -138,7 +156,7 @@ if [ -n "${LRUC_BASELINE_BIN:-}" ] && [ -d "$stage/cache" ]; then
     echo "kit.sh: the baseline's PTX is not in the kit; the GPU machine will compile it" >&2
 fi
 
-for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-data; do
+for tool in lruc-gpu-library-tests lruc-bench-gpu lru-train lru-eval lru-predict lru-data; do
   cp "$bin/$tool" "$stage/bin/"
 done
 if [ -n "${LRUC_BASELINE_BIN:-}" ]; then
@@ -149,7 +167,7 @@ cp "$root/bench/gpu/device.sh" "$stage/"
 # Shared libraries beyond the C and C++ runtimes (which the machine's own
 # newer ones replace): OpenBLAS, gfortran, fmt, libpng, ...
 for elf in "$stage"/bin/* "$stage"/lib/*.so "$stage"/models/*.so \
-    "$stage"/train/*.so "$stage"/agree/*.so; do
+    "$stage"/train/*.so "$stage"/agree/*.so "$stage"/random/*.so; do
   ldd "$elf" | awk '$3 ~ /^\// { print $3 }'
 done | sort -u | while read -r library; do
   case "$(basename "$library")" in

@@ -12,7 +12,7 @@ mkdir -p "$work/unpacked"
 # A baseline build's copy of each model (here this build's own lruc, with
 # a flag that changes the kernels), for device.sh bench to time beside it.
 LRUC_BIN="$bin" LRUC_BASELINE_BIN="$bin" LRUC_KIT_XZ_LEVEL=0 \
-  LRUC_BASELINE_FLAGS="--cuda-scan-warps=4" \
+  LRUC_BASELINE_FLAGS="--cuda-scan-warps=4" LRUC_KIT_RANDOM_SEEDS=13 \
   "$src/bench/gpu/kit.sh" "$work/kit" tiny
 tar -xJf "$work/kit/kit.tar.xz" -C "$work/unpacked"
 kit="$work/unpacked/lruc-gpu-kit"
@@ -21,7 +21,8 @@ if cmp -s "$kit/models/tiny.so" "$kit/models/tiny.base.so"; then
   exit 1
 fi
 for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.base \
-    bin/lru-train \
+    bin/lru-train bin/lru-predict random/random_13.so random/random_13.manifest.json \
+    random/random_end_to_end.py \
     lib/libopenblas.so.0 lib/liblruc-device.so models/tiny.so \
     models/tiny.base.so train/listops.so agree/listops_long.so \
     agree/listops_long.ast agree/pathx.so device.sh; do
@@ -29,13 +30,13 @@ for file in bin/lruc-gpu-library-tests bin/lruc-bench-gpu bin/lruc-bench-gpu.bas
 done
 "$bin/lruc-simulated-kernels" "$kit/models/tiny.so" -o "$kit/models/tiny.kernels.so"
 # The kit carries its libraries' PTX for sm_90 (the simulated device's):
-# tiny's, its baseline's, the train model's and the 7 agreement
-# libraries', which the runs below find there; and their
+# tiny's, its baseline's, the train model's, the 7 agreement libraries'
+# and the random model's, which the runs below find there; and their
 # machine code (ptxas), which the simulated device declines, as a device
 # of another architecture would, so that Device loads the PTX instead.
 cached() { ls "$kit/cache/ptx" | sort; }
-if [ "$(cached | grep -c '\.ptx$')" -ne 10 ] ||
-    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 10 ]; then
+if [ "$(cached | grep -c '\.ptx$')" -ne 11 ] ||
+    [ "$(cached | grep -c '\.sm_90\.cubin$')" -ne 11 ]; then
   echo "the kit's PTX cache: $(cached)" >&2
   exit 1
 fi
@@ -56,6 +57,12 @@ fi
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   LRUC_SIMULATED_KERNELS="$kit/train/listops.kernels.so" \
   "$kit/device.sh" train 4
+# device.sh random: the kit's random model (seed 13, width 32) through
+# lru-train, lru-eval and lru-predict on the GPU path against the CPU
+# (lruc-simulated-kernels from this build: the kit has no compiler).
+PATH="$bin:$PATH" LRUC_RANDOM_GPU="$simulated" OUT="$work/out" \
+  "$kit/device.sh" random
+grep -q "^random_13: .*gpu ok$" "$work/out/random-13.log"
 # device.sh bench, 2 steps: every kernel's time in a CSV, and beside the
 # baseline's library (here the same build's) kernel by kernel.
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \

@@ -1,7 +1,9 @@
 """A random model file (lruc-random-model SEED) through the commands a user
 runs, on made-up data of its inputs written as a tensors task:
 
-    python random_end_to_end.py SEED WORKDIR [--gpu SIMULATED_CUDA_SO]
+    python random_end_to_end.py SEED WORKDIR [--gpu SIMULATED_CUDA_SO|device]
+        [--prebuilt DIR]
+    python random_end_to_end.py SEED --prepare DIR
 
 lruc compiles it; lru-train trains it a few steps (loss and every metric
 finite); a run stopped halfway and resumed ends with the same checkpoint
@@ -17,8 +19,15 @@ predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
 1e-4, lru-eval on the GPU gives the CPU's test loss, and lru-predict on
-the GPU, whole and streamed, predicts what the CPU does within 1e-4. Prints `random_SEED: ... ok` or exits non-zero
-with the step that failed and its output.
+the GPU, whole and streamed, predicts what the CPU does within 1e-4. `--gpu device` runs them on this machine's GPU
+instead, within 1e-3 (its exp and division differ from the CPU's in the
+last bits). Prints `random_SEED: ... ok` or exits non-zero with the step
+that failed and its output.
+
+`--prepare DIR` writes the model file, its portable library (any x86-64
+CPU with AVX2) and its manifest into DIR and stops; `--prebuilt DIR` runs
+the checks on those (the GPU kit, bench/gpu/kit.sh: its machines have no
+lruc).
 
 The data is noise shaped as the manifest's inputs: lengths 1..L (the first
 example the whole L), tokens 1..vocab-1 then padding 0, features NaN past
@@ -35,7 +44,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from safetensors_file import read_tensors, write_tensors  # noqa: E402
+from safetensors_file import pop_option, read_tensors, write_tensors  # noqa: E402
 
 STEPS, BATCH = 4, 4
 ROWS = {"train": 24, "val": 8, "test": 8}
@@ -185,21 +194,39 @@ def check_stream(work, library, best, test, whole):
     return "stream, pieces"
 
 
-def main():
-    args = sys.argv[1:]
-    gpu = None
-    if "--gpu" in args:
-        i = args.index("--gpu")
-        gpu = args[i + 1]
-        del args[i:i + 2]
-    seed, work = int(args[0]), args[1]
-    os.makedirs(work, exist_ok=True)
-    source = os.path.join(work, f"random_{seed}.lru")
-    library = os.path.join(work, f"random_{seed}.so")
+def build(seed, folder, *flags):
+    """The seed's model file, library and manifest in folder: their paths."""
+    os.makedirs(folder, exist_ok=True)
+    source = os.path.join(folder, f"random_{seed}.lru")
+    library = os.path.join(folder, f"random_{seed}.so")
     with open(source, "w") as f:
         f.write(run(["lruc-random-model", str(seed)]))
-    run(["lruc", source, "-o", library])
-    m = manifest(source)
+    run(["lruc", source, *flags, "-o", library])
+    with open(os.path.join(folder, f"random_{seed}.manifest.json"), "w") as f:
+        json.dump(manifest(source), f)
+    return source, library
+
+
+def main():
+    args = sys.argv[1:]
+    gpu = pop_option(args, "--gpu")
+    prebuilt = pop_option(args, "--prebuilt")
+    prepare = pop_option(args, "--prepare")
+    seed = int(args[0])
+    if prepare is not None:
+        build(seed, prepare, "--portable")
+        print(f"random_{seed}: prepared in {prepare}")
+        return
+    work = args[1]
+    os.makedirs(work, exist_ok=True)
+    if prebuilt is None:
+        source, library = build(seed, work)
+        prebuilt = work
+    else:
+        source = os.path.join(prebuilt, f"random_{seed}.lru")
+        library = os.path.join(prebuilt, f"random_{seed}.so")
+    with open(os.path.join(prebuilt, f"random_{seed}.manifest.json")) as f:
+        m = json.load(f)
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
     rng = random.Random(seed)
@@ -289,22 +316,25 @@ def main():
     if streams:
         checks.append(check_stream(work, library, best, test, predicted))
 
-    if gpu is not None:
+    if gpu == "device":  # this machine's GPU, as lru-train finds it
+        env, gpu_rtol = None, 1e-3
+    elif gpu is not None:  # the simulated driver, running the CPU build of the kernels
         kernels = os.path.join(work, f"random_{seed}-kernels.so")
         run(["lruc-simulated-kernels", library, "-o", kernels])
-        env = dict(os.environ, LRUC_CUDA_DRIVER=gpu, LRUC_CUBLAS=gpu,
-                   LRUC_NVRTC_OPTIONS="--Ofast-compile=max",
-                   LRUC_SIMULATED_KERNELS=kernels,
-                   LRUC_CACHE_DIR=os.path.join(work, "cache"))
+        env, gpu_rtol = dict(os.environ, LRUC_CUDA_DRIVER=gpu, LRUC_CUBLAS=gpu,
+                             LRUC_NVRTC_OPTIONS="--Ofast-compile=max",
+                             LRUC_SIMULATED_KERNELS=kernels,
+                             LRUC_CACHE_DIR=os.path.join(work, "cache")), 1e-4
+    if gpu is not None:
         run(train + ["--device", "gpu", "--out", os.path.join(work, "gpu")], env=env)
         # Accuracies may differ where two classes' logits nearly tie.
-        same_metrics(straight_metrics, os.path.join(work, "gpu/metrics.jsonl"), 1e-4,
+        same_metrics(straight_metrics, os.path.join(work, "gpu/metrics.jsonl"), gpu_rtol,
                      "gpu against cpu", losses_only=True)
         if "accumulate" in checks:
             run(train + ["--device", "gpu", "--accumulate", "2",
                          "--out", os.path.join(work, "gpu-accumulated")], env=env)
             same_metrics(straight_metrics,
-                         os.path.join(work, "gpu-accumulated/metrics.jsonl"), 1e-4,
+                         os.path.join(work, "gpu-accumulated/metrics.jsonl"), gpu_rtol,
                          "--accumulate 2 on the GPU against one call on the CPU",
                          losses_only=True)
         gpu_evaluated = loss_in(run(["lru-eval", library, best, "--device", "gpu"], env=env),
@@ -316,7 +346,7 @@ def main():
             gpu_out = os.path.join(work, "gpu-predicted.safetensors")
             run(["lru-predict", library, best, test, "-o", gpu_out, "--device", "gpu"]
                 + stream, env=env)
-            close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], 1e-4,
+            close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], gpu_rtol,
                          f"lru-predict {' '.join(stream)} on the GPU against the CPU")
         checks.append("gpu")
     print(f"random_{seed}: {', '.join(checks)} ok")
