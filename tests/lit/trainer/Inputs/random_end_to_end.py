@@ -19,10 +19,11 @@ predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
 1e-4, lru-eval on the GPU gives the CPU's test loss, and lru-predict on
-the GPU, whole and streamed, predicts what the CPU does within 1e-4. `--gpu device` runs them on this machine's GPU
-instead, within 1e-3 (its exp and division differ from the CPU's in the
-last bits). Prints `random_SEED: ... ok` or exits non-zero with the step
-that failed and its output.
+the GPU, whole and streamed, predicts what the CPU does within 1e-4.
+`--gpu device` runs them on this machine's GPU instead, within 1e-3 (its
+exp and division differ from the CPU's in the last bits). Prints
+`random_SEED: ... ok` or exits non-zero with the step that failed and its
+output.
 
 `--prepare DIR` writes the model file, its portable library (any x86-64
 CPU with AVX2) and its manifest into DIR and stops; `--prebuilt DIR` runs
@@ -156,10 +157,10 @@ def predictions(path):
     return shape, struct.unpack(f"<{len(raw) // 4}f", raw)
 
 
-def test_loss(library, checkpoint, test, out, batch, env=None, device=()):
+def test_loss(library, checkpoint, test, out, batch):
     """The loss lru-predict reports for the test split, in batches of `batch`."""
     run(["lru-predict", library, checkpoint, test, "-o", out, "--threads", "1",
-         "--batch", batch, *device], env=env)
+         "--batch", batch])
     return struct.unpack("<f", read_tensors(out)["loss"][2])[0]
 
 
