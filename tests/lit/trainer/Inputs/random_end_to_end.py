@@ -18,8 +18,9 @@ prediction, and streaming it in two pieces (--carry-out, --carry-in)
 predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
-1e-4, lru-eval on the GPU gives the CPU's test loss, and lru-predict on
-the GPU, whole and streamed, predicts what the CPU does within 1e-4.
+1e-4, lru-eval on the GPU gives the CPU's test loss, lru-predict on the
+GPU, whole and streamed, predicts what the CPU does within 1e-4, and two
+pieces streamed on the GPU predict what it streams whole, bit for bit.
 `--gpu device` runs them on this machine's GPU instead, within 1e-3 (its
 exp and division differ from the CPU's in the last bits). Prints
 `random_SEED: ... ok` or exits non-zero with the step that failed and its
@@ -169,30 +170,40 @@ def helper(script, *args):
     return run([sys.executable, os.path.join(HERE, script), *args])
 
 
+def lru_predict_stream(library, best, inputs, out, *options, env=None):
+    run(["lru-predict", library, best, inputs, "-o", out, "--stream", "--threads", "1",
+         *options], env=env)
+
+
+def check_pieces(work, library, best, test, streamed, tag="", env=None, device=()):
+    """Streaming the test split in two pieces (--carry-out, then --carry-in)
+    predicts what streaming it whole did (`streamed`), bit for bit
+    (stream_pieces.py); False where its streams are one step long."""
+    steps = predictions(streamed)[0][1]
+    if steps < 2:
+        return False
+    cut = str(1 + steps // 3)
+    pieces = [os.path.join(work, f"piece{i}.safetensors") for i in (1, 2)]
+    outs = [os.path.join(work, f"{tag}piece{i}-streamed.safetensors") for i in (1, 2)]
+    carries = [os.path.join(work, f"{tag}carry{i}.safetensors") for i in (1, 2)]
+    helper("stream_pieces.py", "split", test, cut, *pieces)
+    lru_predict_stream(library, best, pieces[0], outs[0], *device,
+                       "--carry-out", carries[0], env=env)
+    lru_predict_stream(library, best, pieces[1], outs[1], *device,
+                       "--carry-in", carries[0], "--carry-out", carries[1], env=env)
+    helper("stream_pieces.py", "check", streamed, cut, test, *outs, *carries)
+    return True
+
+
 def check_stream(work, library, best, test, whole):
     """Step mode ends each sequence at forward's prediction
-    (streamed_matches.py); two pieces stream as the whole does, bit for bit
-    (stream_pieces.py)."""
-    def stream(inputs, out, *carries):
-        run(["lru-predict", library, best, inputs, "-o", out, "--stream",
-             "--threads", "1", *carries])
+    (streamed_matches.py); two pieces stream as the whole does."""
     streamed = os.path.join(work, "streamed.safetensors")
-    stream(test, streamed)
+    lru_predict_stream(library, best, test, streamed)
     values = [abs(v) for v in predictions(whole)[1] if not math.isnan(v)]
     atol = 1e-4 * max(values + [1.0])
     helper("streamed_matches.py", streamed, whole, test, "--atol", repr(atol))
-    steps = predictions(streamed)[0][1]
-    if steps < 2:
-        return "stream"
-    cut = str(1 + steps // 3)
-    pieces = [os.path.join(work, f"piece{i}.safetensors") for i in (1, 2)]
-    outs = [os.path.join(work, f"piece{i}-streamed.safetensors") for i in (1, 2)]
-    carries = [os.path.join(work, f"carry{i}.safetensors") for i in (1, 2)]
-    helper("stream_pieces.py", "split", test, cut, *pieces)
-    stream(pieces[0], outs[0], "--carry-out", carries[0])
-    stream(pieces[1], outs[1], "--carry-in", carries[0], "--carry-out", carries[1])
-    helper("stream_pieces.py", "check", streamed, cut, test, *outs, *carries)
-    return "stream, pieces"
+    return "stream, pieces" if check_pieces(work, library, best, test, streamed) else "stream"
 
 
 def build(seed, folder, *flags):
@@ -343,13 +354,20 @@ def main():
         close(evaluated, gpu_evaluated, 1e-3, "lru-eval's test loss on the GPU against the CPU")
         # Predictions on the GPU, whole and (with a step mode) streamed.
         for stream in ([], ["--stream"]) if streams else ([],):
-            cpu_out = predicted if not stream else os.path.join(work, "streamed.safetensors")
-            gpu_out = os.path.join(work, "gpu-predicted.safetensors")
+            name = "streamed" if stream else "predicted"
+            cpu_out = os.path.join(work, f"{name}.safetensors")
+            gpu_out = os.path.join(work, f"gpu-{name}.safetensors")
             run(["lru-predict", library, best, test, "-o", gpu_out, "--device", "gpu"]
                 + stream, env=env)
             close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], gpu_rtol,
                          f"lru-predict {' '.join(stream)} on the GPU against the CPU")
         checks.append("gpu")
+        # Streams carried from one piece to the next on the GPU, as it
+        # streams them whole.
+        if streams and check_pieces(work, library, best, test,
+                                    os.path.join(work, "gpu-streamed.safetensors"),
+                                    "gpu-", env, ["--device", "gpu"]):
+            checks.append("gpu pieces")
     print(f"random_{seed}: {', '.join(checks)} ok")
 
 
