@@ -18,7 +18,8 @@ prediction, and streaming it in two pieces (--carry-out, --carry-in)
 predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
-1e-4, lru-eval on the GPU gives the CPU's test loss, lru-predict on the
+1e-4 (and stopped halfway and resumed, its own, bit for bit), lru-eval on
+the GPU gives the CPU's test loss, lru-predict on the
 GPU, whole and streamed, predicts what the CPU does within 1e-4, and two
 pieces streamed on the GPU predict what it streams whole, bit for bit.
 `--gpu device` runs them on this machine's GPU instead, within 1e-3 (its
@@ -206,6 +207,22 @@ def check_stream(work, library, best, test, whole):
     return "stream, pieces" if check_pieces(work, library, best, test, streamed) else "stream"
 
 
+def check_resume(train, library, whole, parts, what, env=None, device=()):
+    """The run of `train` stopped halfway and resumed (in `parts`) ends as
+    the run in `whole` did: the same metrics and last checkpoint, bit for
+    bit."""
+    run(train + [*device, "--out", parts, "--stop-after", str(STEPS // 2)], env=env)
+    run(["lru-train", library, "--resume", "--out", parts, "--threads", "1",
+         "--log-every", "1000", *device], env=env)
+    same_metrics(os.path.join(whole, "metrics.jsonl"), os.path.join(parts, "metrics.jsonl"),
+                 0.0, what)
+    a = read_tensors(os.path.join(whole, "last.safetensors"))
+    b = read_tensors(os.path.join(parts, "last.safetensors"))
+    differ = [name for name in a if a[name] != b.get(name)]
+    if differ or a.keys() != b.keys():
+        raise Failure(f"{what}: the last checkpoints differ ({differ[:3]})")
+
+
 def build(seed, folder, *flags):
     """The seed's model file, library and manifest in folder: their paths."""
     os.makedirs(folder, exist_ok=True)
@@ -259,17 +276,8 @@ def main():
         raise Failure("the run recorded no test evaluation")
     checks = ["train"]
 
-    # Stopped halfway, resumed: the same run.
-    parts = os.path.join(work, "parts")
-    run(train + ["--out", parts, "--stop-after", str(STEPS // 2)])
-    run(["lru-train", library, "--resume", "--out", parts, "--threads", "1",
-         "--log-every", "1000"])
-    same_metrics(straight_metrics, os.path.join(parts, "metrics.jsonl"), 0.0, "resume")
-    a = read_tensors(os.path.join(work, "run/last.safetensors"))
-    b = read_tensors(os.path.join(parts, "last.safetensors"))
-    differ = [name for name in a if a[name] != b.get(name)]
-    if differ or a.keys() != b.keys():
-        raise Failure(f"resume: the last checkpoints differ ({differ[:3]})")
+    check_resume(train, library, os.path.join(work, "run"), os.path.join(work, "parts"),
+                 "resume")
     checks.append("resume")
 
     # Two threads train as one does, up to the order of a product's sums.
@@ -342,6 +350,10 @@ def main():
         # Accuracies may differ where two classes' logits nearly tie.
         same_metrics(straight_metrics, os.path.join(work, "gpu/metrics.jsonl"), gpu_rtol,
                      "gpu against cpu", losses_only=True)
+        # Stopped and resumed on the GPU: its own run, bit for bit.
+        check_resume(train, library, os.path.join(work, "gpu"),
+                     os.path.join(work, "gpu-parts"), "resume on the GPU", env,
+                     ["--device", "gpu"])
         if "accumulate" in checks:
             run(train + ["--device", "gpu", "--accumulate", "2",
                          "--out", os.path.join(work, "gpu-accumulated")], env=env)
