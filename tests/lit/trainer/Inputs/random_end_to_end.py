@@ -18,8 +18,8 @@ prediction, and streaming it in two pieces (--carry-out, --carry-in)
 predicts what streaming it whole does. With --gpu (the simulated CUDA
 driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
-1e-4 (and stopped halfway and resumed, its own, bit for bit), lru-eval on
-the GPU gives the CPU's test loss, lru-predict on the
+1e-4 (stopped halfway and resumed, its own, bit for bit; resumed on the
+CPU, the CPU's within 1e-4), lru-eval on the GPU gives the CPU's test loss, lru-predict on the
 GPU, whole and streamed, predicts what the CPU does within 1e-4, and two
 pieces streamed on the GPU predict what it streams whole, bit for bit.
 `--gpu device` runs them on this machine's GPU instead, within 1e-3 (its
@@ -354,6 +354,14 @@ def main():
         check_resume(train, library, os.path.join(work, "gpu"),
                      os.path.join(work, "gpu-parts"), "resume on the GPU", env,
                      ["--device", "gpu"])
+        # Begun on the GPU, resumed on the CPU: the CPU's run, up to rounding.
+        moved = os.path.join(work, "gpu-then-cpu")
+        run(train + ["--device", "gpu", "--out", moved, "--stop-after", str(STEPS // 2)],
+            env=env)
+        run(["lru-train", library, "--resume", "--out", moved, "--threads", "1",
+             "--log-every", "1000", "--device", "cpu"])
+        same_metrics(straight_metrics, os.path.join(moved, "metrics.jsonl"), gpu_rtol,
+                     "begun on the GPU, resumed on the CPU", losses_only=True)
         if "accumulate" in checks:
             run(train + ["--device", "gpu", "--accumulate", "2",
                          "--out", os.path.join(work, "gpu-accumulated")], env=env)
