@@ -62,7 +62,7 @@ LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
 # (lruc-simulated-kernels from this build: the kit has no compiler).
 PATH="$bin:$PATH" LRUC_RANDOM_GPU="$simulated" OUT="$work/out" \
   "$kit/device.sh" random
-grep -q "^random_13: .*, gpu, gpu pieces ok$" "$work/out/random-13.log"
+grep -q "^random_13: .*, gpu, gpu pieces, cpu to gpu ok$" "$work/out/random-13.log"
 # device.sh bench, 2 steps: every kernel's time in a CSV, and beside the
 # baseline's library (here the same build's) kernel by kernel.
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \

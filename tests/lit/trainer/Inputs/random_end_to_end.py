@@ -20,8 +20,9 @@ driver, tests/cuda/SimulatedCuda.cpp) the same run on the GPU path (and,
 where checked, its --accumulate 2) records the CPU run's losses within
 1e-4 (stopped halfway and resumed, its own, bit for bit; resumed on the
 CPU, the CPU's within 1e-4), lru-eval on the GPU gives the CPU's test loss, lru-predict on the
-GPU, whole and streamed, predicts what the CPU does within 1e-4, and two
-pieces streamed on the GPU predict what it streams whole, bit for bit.
+GPU, whole and streamed, predicts what the CPU does within 1e-4, two
+pieces streamed on the GPU predict what it streams whole, bit for bit,
+and a stream begun on the CPU goes on on the GPU from its carry file.
 `--gpu device` runs them on this machine's GPU instead, within 1e-3 (its
 exp and division differ from the CPU's in the last bits). Prints
 `random_SEED: ... ok` or exits non-zero with the step that failed and its
@@ -176,14 +177,19 @@ def lru_predict_stream(library, best, inputs, out, *options, env=None):
          *options], env=env)
 
 
+def cut_of(streamed):
+    """Where check_pieces cuts the streams of `streamed` (None: one step)."""
+    steps = predictions(streamed)[0][1]
+    return str(1 + steps // 3) if steps >= 2 else None
+
+
 def check_pieces(work, library, best, test, streamed, tag="", env=None, device=()):
     """Streaming the test split in two pieces (--carry-out, then --carry-in)
     predicts what streaming it whole did (`streamed`), bit for bit
     (stream_pieces.py); False where its streams are one step long."""
-    steps = predictions(streamed)[0][1]
-    if steps < 2:
+    cut = cut_of(streamed)
+    if cut is None:
         return False
-    cut = str(1 + steps // 3)
     pieces = [os.path.join(work, f"piece{i}.safetensors") for i in (1, 2)]
     outs = [os.path.join(work, f"{tag}piece{i}-streamed.safetensors") for i in (1, 2)]
     carries = [os.path.join(work, f"{tag}carry{i}.safetensors") for i in (1, 2)]
@@ -388,6 +394,21 @@ def main():
                                     os.path.join(work, "gpu-streamed.safetensors"),
                                     "gpu-", env, ["--device", "gpu"]):
             checks.append("gpu pieces")
+            # A stream begun on the CPU goes on on the GPU from the CPU's
+            # carry file, as the CPU streams it whole up to rounding.
+            streamed = os.path.join(work, "streamed.safetensors")
+            second = os.path.join(work, "cpu-gpu-piece2-streamed.safetensors")
+            carry = os.path.join(work, "cpu-gpu-carry2.safetensors")
+            lru_predict_stream(library, best, os.path.join(work, "piece2.safetensors"), second,
+                               "--device", "gpu", "--carry-in",
+                               os.path.join(work, "carry1.safetensors"), "--carry-out", carry,
+                               env=env)
+            values = [abs(v) for v in predictions(streamed)[1] if not math.isnan(v)]
+            helper("stream_pieces.py", "check", streamed, cut_of(streamed), test,
+                   os.path.join(work, "piece1-streamed.safetensors"), second,
+                   os.path.join(work, "carry1.safetensors"), carry,
+                   "--atol", repr(gpu_rtol * max(values + [1.0])))
+            checks.append("cpu to gpu")
     print(f"random_{seed}: {', '.join(checks)} ok")
 
 
