@@ -242,6 +242,93 @@ def build(seed, folder, *flags):
     return source, library
 
 
+class Case:
+    """What the CPU checks leave for the GPU's: the library, the test split,
+    the train command, the run's best checkpoint, metrics and test loss."""
+
+    def __init__(self, seed, work, library, test, train, best, metrics, evaluated,
+                 streams, accumulated):
+        self.seed, self.work, self.library, self.test = seed, work, library, test
+        self.train, self.best, self.metrics, self.evaluated = train, best, metrics, evaluated
+        self.streams, self.accumulated = streams, accumulated
+
+
+def check_gpu(gpu, case):
+    """The CPU's checks again on the GPU (`gpu`: "device", this machine's,
+    or the simulated driver's library), against the CPU's results; the
+    names of the checks passed."""
+    work, library, test, train = case.work, case.library, case.test, case.train
+    best, straight_metrics = case.best, case.metrics
+    if gpu == "device":  # this machine's GPU, as lru-train finds it
+        env, gpu_rtol = None, 1e-3
+    else:  # the simulated driver, running the CPU build of the kernels
+        kernels = os.path.join(work, f"random_{case.seed}-kernels.so")
+        run(["lruc-simulated-kernels", library, "-o", kernels])
+        env, gpu_rtol = dict(os.environ, LRUC_CUDA_DRIVER=gpu, LRUC_CUBLAS=gpu,
+                             LRUC_NVRTC_OPTIONS="--Ofast-compile=max",
+                             LRUC_SIMULATED_KERNELS=kernels,
+                             LRUC_CACHE_DIR=os.path.join(work, "cache")), 1e-4
+    checks = []
+    run(train + ["--device", "gpu", "--out", os.path.join(work, "gpu")], env=env)
+    # Accuracies may differ where two classes' logits nearly tie.
+    same_metrics(straight_metrics, os.path.join(work, "gpu/metrics.jsonl"), gpu_rtol,
+                 "gpu against cpu", losses_only=True)
+    # Stopped and resumed on the GPU: its own run, bit for bit.
+    check_resume(train, library, os.path.join(work, "gpu"),
+                 os.path.join(work, "gpu-parts"), "resume on the GPU", env,
+                 ["--device", "gpu"])
+    # Begun on the GPU, resumed on the CPU: the CPU's run, up to rounding.
+    moved = os.path.join(work, "gpu-then-cpu")
+    run(train + ["--device", "gpu", "--out", moved, "--stop-after", str(STEPS // 2)],
+        env=env)
+    run(["lru-train", library, "--resume", "--out", moved, "--threads", "1",
+         "--log-every", "1000", "--device", "cpu"])
+    same_metrics(straight_metrics, os.path.join(moved, "metrics.jsonl"), gpu_rtol,
+                 "begun on the GPU, resumed on the CPU", losses_only=True)
+    if case.accumulated:
+        run(train + ["--device", "gpu", "--accumulate", "2",
+                     "--out", os.path.join(work, "gpu-accumulated")], env=env)
+        same_metrics(straight_metrics,
+                     os.path.join(work, "gpu-accumulated/metrics.jsonl"), gpu_rtol,
+                     "--accumulate 2 on the GPU against one call on the CPU",
+                     losses_only=True)
+    gpu_evaluated = loss_in(run(["lru-eval", library, best, "--device", "gpu"], env=env),
+                            "lru-eval --device gpu")
+    close(case.evaluated, gpu_evaluated, 1e-3, "lru-eval's test loss on the GPU against the CPU")
+    # Predictions on the GPU, whole and (with a step mode) streamed.
+    for stream in ([], ["--stream"]) if case.streams else ([],):
+        name = "streamed" if stream else "predicted"
+        cpu_out = os.path.join(work, f"{name}.safetensors")
+        gpu_out = os.path.join(work, f"gpu-{name}.safetensors")
+        run(["lru-predict", library, best, test, "-o", gpu_out, "--device", "gpu"]
+            + stream, env=env)
+        close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], gpu_rtol,
+                     f"lru-predict {' '.join(stream)} on the GPU against the CPU")
+    checks.append("gpu")
+    # Streams carried from one piece to the next on the GPU, as it
+    # streams them whole.
+    if case.streams and check_pieces(work, library, best, test,
+                                os.path.join(work, "gpu-streamed.safetensors"),
+                                "gpu-", env, ["--device", "gpu"]):
+        checks.append("gpu pieces")
+        # A stream begun on the CPU goes on on the GPU from the CPU's
+        # carry file, as the CPU streams it whole up to rounding.
+        streamed = os.path.join(work, "streamed.safetensors")
+        second = os.path.join(work, "cpu-gpu-piece2-streamed.safetensors")
+        carry = os.path.join(work, "cpu-gpu-carry2.safetensors")
+        lru_predict_stream(library, best, os.path.join(work, "piece2.safetensors"), second,
+                           "--device", "gpu", "--carry-in",
+                           os.path.join(work, "carry1.safetensors"), "--carry-out", carry,
+                           env=env)
+        values = [abs(v) for v in predictions(streamed)[1] if not math.isnan(v)]
+        helper("stream_pieces.py", "check", streamed, cut_of(streamed), test,
+               os.path.join(work, "piece1-streamed.safetensors"), second,
+               os.path.join(work, "carry1.safetensors"), carry,
+               "--atol", repr(gpu_rtol * max(values + [1.0])))
+        checks.append("cpu to gpu")
+    return checks
+
+
 def main():
     args = sys.argv[1:]
     gpu = pop_option(args, "--gpu")
@@ -342,73 +429,9 @@ def main():
     if streams:
         checks.append(check_stream(work, library, best, test, predicted))
 
-    if gpu == "device":  # this machine's GPU, as lru-train finds it
-        env, gpu_rtol = None, 1e-3
-    elif gpu is not None:  # the simulated driver, running the CPU build of the kernels
-        kernels = os.path.join(work, f"random_{seed}-kernels.so")
-        run(["lruc-simulated-kernels", library, "-o", kernels])
-        env, gpu_rtol = dict(os.environ, LRUC_CUDA_DRIVER=gpu, LRUC_CUBLAS=gpu,
-                             LRUC_NVRTC_OPTIONS="--Ofast-compile=max",
-                             LRUC_SIMULATED_KERNELS=kernels,
-                             LRUC_CACHE_DIR=os.path.join(work, "cache")), 1e-4
     if gpu is not None:
-        run(train + ["--device", "gpu", "--out", os.path.join(work, "gpu")], env=env)
-        # Accuracies may differ where two classes' logits nearly tie.
-        same_metrics(straight_metrics, os.path.join(work, "gpu/metrics.jsonl"), gpu_rtol,
-                     "gpu against cpu", losses_only=True)
-        # Stopped and resumed on the GPU: its own run, bit for bit.
-        check_resume(train, library, os.path.join(work, "gpu"),
-                     os.path.join(work, "gpu-parts"), "resume on the GPU", env,
-                     ["--device", "gpu"])
-        # Begun on the GPU, resumed on the CPU: the CPU's run, up to rounding.
-        moved = os.path.join(work, "gpu-then-cpu")
-        run(train + ["--device", "gpu", "--out", moved, "--stop-after", str(STEPS // 2)],
-            env=env)
-        run(["lru-train", library, "--resume", "--out", moved, "--threads", "1",
-             "--log-every", "1000", "--device", "cpu"])
-        same_metrics(straight_metrics, os.path.join(moved, "metrics.jsonl"), gpu_rtol,
-                     "begun on the GPU, resumed on the CPU", losses_only=True)
-        if "accumulate" in checks:
-            run(train + ["--device", "gpu", "--accumulate", "2",
-                         "--out", os.path.join(work, "gpu-accumulated")], env=env)
-            same_metrics(straight_metrics,
-                         os.path.join(work, "gpu-accumulated/metrics.jsonl"), gpu_rtol,
-                         "--accumulate 2 on the GPU against one call on the CPU",
-                         losses_only=True)
-        gpu_evaluated = loss_in(run(["lru-eval", library, best, "--device", "gpu"], env=env),
-                                "lru-eval --device gpu")
-        close(evaluated, gpu_evaluated, 1e-3, "lru-eval's test loss on the GPU against the CPU")
-        # Predictions on the GPU, whole and (with a step mode) streamed.
-        for stream in ([], ["--stream"]) if streams else ([],):
-            name = "streamed" if stream else "predicted"
-            cpu_out = os.path.join(work, f"{name}.safetensors")
-            gpu_out = os.path.join(work, f"gpu-{name}.safetensors")
-            run(["lru-predict", library, best, test, "-o", gpu_out, "--device", "gpu"]
-                + stream, env=env)
-            close_arrays(predictions(cpu_out)[1], predictions(gpu_out)[1], gpu_rtol,
-                         f"lru-predict {' '.join(stream)} on the GPU against the CPU")
-        checks.append("gpu")
-        # Streams carried from one piece to the next on the GPU, as it
-        # streams them whole.
-        if streams and check_pieces(work, library, best, test,
-                                    os.path.join(work, "gpu-streamed.safetensors"),
-                                    "gpu-", env, ["--device", "gpu"]):
-            checks.append("gpu pieces")
-            # A stream begun on the CPU goes on on the GPU from the CPU's
-            # carry file, as the CPU streams it whole up to rounding.
-            streamed = os.path.join(work, "streamed.safetensors")
-            second = os.path.join(work, "cpu-gpu-piece2-streamed.safetensors")
-            carry = os.path.join(work, "cpu-gpu-carry2.safetensors")
-            lru_predict_stream(library, best, os.path.join(work, "piece2.safetensors"), second,
-                               "--device", "gpu", "--carry-in",
-                               os.path.join(work, "carry1.safetensors"), "--carry-out", carry,
-                               env=env)
-            values = [abs(v) for v in predictions(streamed)[1] if not math.isnan(v)]
-            helper("stream_pieces.py", "check", streamed, cut_of(streamed), test,
-                   os.path.join(work, "piece1-streamed.safetensors"), second,
-                   os.path.join(work, "carry1.safetensors"), carry,
-                   "--atol", repr(gpu_rtol * max(values + [1.0])))
-            checks.append("cpu to gpu")
+        checks += check_gpu(gpu, Case(seed, work, library, test, train, best, straight_metrics,
+                                      evaluated, streams, "accumulate" in checks))
     print(f"random_{seed}: {', '.join(checks)} ok")
 
 
