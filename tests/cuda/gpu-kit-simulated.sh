@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU kit (bench/gpu/kit.sh) packed with one model, unpacked elsewhere
 # and run by its device.sh on the simulated CUDA driver: the archive holds
-# what device.sh needs, its check passes, and so do its train and its
-# bench's kernel tables (ctest's gpu-kit-simulated).
+# what device.sh needs, its check passes, and so do its train, its random
+# (a random model file through the tools) and its bench's kernel tables
+# (ctest's gpu-kit-simulated).
 #   gpu-kit-simulated.sh BIN_DIR SIMULATED_CUDA_LIBRARY WORK_DIR
 set -euo pipefail
 bin="$1" simulated="$2" work="$3"
