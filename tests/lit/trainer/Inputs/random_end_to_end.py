@@ -38,6 +38,7 @@ example the whole L), tokens 1..vocab-1 then padding 0, features NaN past
 each end (not read), labels of every class, some per-step labels -1 and
 some targets NaN (not scored). Pure Python beside the tools.
 """
+import dataclasses
 import json
 import math
 import os
@@ -242,15 +243,19 @@ def build(seed, folder, *flags):
     return source, library
 
 
+@dataclasses.dataclass
 class Case:
-    """What the CPU checks leave for the GPU's: the library, the test split,
-    the train command, the run's best checkpoint, metrics and test loss."""
-
-    def __init__(self, seed, work, library, test, train, best, metrics, evaluated,
-                 streams, accumulated):
-        self.seed, self.work, self.library, self.test = seed, work, library, test
-        self.train, self.best, self.metrics, self.evaluated = train, best, metrics, evaluated
-        self.streams, self.accumulated = streams, accumulated
+    """What the CPU's checks leave for the GPU's."""
+    seed: int
+    work: str
+    library: str
+    test: str  # the test split's file
+    train: list  # the lru-train command, without --out
+    best: str  # the CPU run's best checkpoint
+    metrics: str  # the CPU run's metrics.jsonl
+    evaluated: float  # lru-eval's test loss of `best`
+    streams: bool  # the model has a step mode lru-predict --stream runs
+    accumulated: bool  # --accumulate 2 was checked on the CPU
 
 
 def check_gpu(gpu, case):
