@@ -140,9 +140,10 @@ if [ "$what" = random ] && has_part random; then
       seeds+=("${name#random_}")
     done
   fi
+  # Each seed's data, runs and checkpoints beside the kit; its log in $OUT.
   for seed in "${seeds[@]}"; do
     PATH="$kit/bin:$PATH" python3 "$kit/random/random_end_to_end.py" "$seed" \
-      "$out/random-$seed" --prebuilt "$kit/random" --gpu "${LRUC_RANDOM_GPU:-device}" \
+      "$kit/random/work-$seed" --prebuilt "$kit/random" --gpu "${LRUC_RANDOM_GPU:-device}" \
       2>&1 | tee "$out/random-$seed.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done

@@ -2,8 +2,8 @@
 # The GPU kit (bench/gpu/kit.sh) packed with one model, unpacked elsewhere
 # and run by its device.sh on the simulated CUDA driver: the archive holds
 # what device.sh needs, its check passes, and so do its train, its random
-# (a random model file through the tools) and its bench's kernel tables
-# (ctest's gpu-kit-simulated).
+# (a random model file through the tools, run by bench/gpu/session.sh) and
+# its bench's kernel tables (ctest's gpu-kit-simulated).
 #   gpu-kit-simulated.sh BIN_DIR SIMULATED_CUDA_LIBRARY WORK_DIR
 set -euo pipefail
 bin="$1" simulated="$2" work="$3"
@@ -58,12 +58,18 @@ fi
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
   LRUC_SIMULATED_KERNELS="$kit/train/listops.kernels.so" \
   "$kit/device.sh" train 4
-# device.sh random: the kit's random model (seed 13, width 32) through
-# lru-train, lru-eval and lru-predict on the GPU path against the CPU
-# (lruc-simulated-kernels from this build: the kit has no compiler).
-PATH="$bin:$PATH" LRUC_RANDOM_GPU="$simulated" OUT="$work/out" \
-  "$kit/device.sh" random
-grep -q "^random_13: .*, gpu, gpu pieces, cpu to gpu ok$" "$work/out/random-13.log"
+# device.sh random, through session.sh (a session's parts from the
+# archive, their logs in one tarball): the kit's random model (seed 13,
+# width 32) through lru-train, lru-eval and lru-predict on the GPU path
+# against the CPU (lruc-simulated-kernels from this build: the kit has no
+# compiler).
+PATH="$bin:$PATH" LRUC_RANDOM_GPU="$simulated" OUT="$work/session-out" \
+  "$src/bench/gpu/session.sh" --kit "$work/kit/kit.tar.xz" random
+grep -qx "random: ok, [0-9]* s" "$work/session-out/session/summary.txt"
+tar -tzf "$work/session-out/session.tar.gz" > "$work/session-files.txt"
+grep -qx "session/random-13.log" "$work/session-files.txt"
+grep -q "^random_13: .*, gpu, gpu pieces, cpu to gpu ok$" \
+  "$work/session-out/session/random-13.log"
 # device.sh bench, 2 steps: every kernel's time in a CSV, and beside the
 # baseline's library (here the same build's) kernel by kernel.
 LRUC_CUDA_DRIVER="$simulated" LRUC_CUBLAS="$simulated" OUT="$work/out" \
