@@ -184,6 +184,15 @@ def cut_of(streamed):
     return str(1 + steps // 3) if steps >= 2 else None
 
 
+def piece_files(work, tag=""):
+    """check_pieces' files: the two pieces of the test split, what each
+    streamed (tag: the run's) and the carry after each."""
+    def files(name):
+        return [os.path.join(work, name.format(i)) for i in (1, 2)]
+    return (files("piece{}.safetensors"), files(tag + "piece{}-streamed.safetensors"),
+            files(tag + "carry{}.safetensors"))
+
+
 def check_pieces(work, library, best, test, streamed, tag="", env=None, device=()):
     """Streaming the test split in two pieces (--carry-out, then --carry-in)
     predicts what streaming it whole did (`streamed`), bit for bit
@@ -191,9 +200,7 @@ def check_pieces(work, library, best, test, streamed, tag="", env=None, device=(
     cut = cut_of(streamed)
     if cut is None:
         return False
-    pieces = [os.path.join(work, f"piece{i}.safetensors") for i in (1, 2)]
-    outs = [os.path.join(work, f"{tag}piece{i}-streamed.safetensors") for i in (1, 2)]
-    carries = [os.path.join(work, f"{tag}carry{i}.safetensors") for i in (1, 2)]
+    pieces, outs, carries = piece_files(work, tag)
     helper("stream_pieces.py", "split", test, cut, *pieces)
     lru_predict_stream(library, best, pieces[0], outs[0], *device,
                        "--carry-out", carries[0], env=env)
@@ -319,16 +326,13 @@ def check_gpu(gpu, case):
         # A stream begun on the CPU goes on on the GPU from the CPU's
         # carry file, as the CPU streams it whole up to rounding.
         streamed = os.path.join(work, "streamed.safetensors")
-        second = os.path.join(work, "cpu-gpu-piece2-streamed.safetensors")
-        carry = os.path.join(work, "cpu-gpu-carry2.safetensors")
-        lru_predict_stream(library, best, os.path.join(work, "piece2.safetensors"), second,
-                           "--device", "gpu", "--carry-in",
-                           os.path.join(work, "carry1.safetensors"), "--carry-out", carry,
-                           env=env)
+        pieces, cpu_outs, cpu_carries = piece_files(work)
+        _, outs, carries = piece_files(work, "cpu-gpu-")
+        lru_predict_stream(library, best, pieces[1], outs[1], "--device", "gpu",
+                           "--carry-in", cpu_carries[0], "--carry-out", carries[1], env=env)
         values = [abs(v) for v in predictions(streamed)[1] if not math.isnan(v)]
         helper("stream_pieces.py", "check", streamed, cut_of(streamed), test,
-               os.path.join(work, "piece1-streamed.safetensors"), second,
-               os.path.join(work, "carry1.safetensors"), carry,
+               cpu_outs[0], outs[1], cpu_carries[0], carries[1],
                "--atol", repr(gpu_rtol * max(values + [1.0])))
         checks.append("cpu to gpu")
     return checks
