@@ -40,6 +40,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -1389,6 +1391,80 @@ TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
                                         << ", grain " << grain << ", " << i;
       }
   }
+}
+
+// Step mode's streams in parts: one a thread when every thread gets at
+// least kLeastStreamsPerThread streams and the weights are few enough
+// (else one part on the caller); each part sees one thread and runs its
+// regions alone; the first failing part's error and a part's exception
+// reach the caller.
+TEST(CpuThreads, StreamPartsSplitWholeStreams) {
+  ThreadCountGuard guard;
+  constexpr int64_t kLeast = lruc::cpu::kLeastStreamsPerThread;
+  constexpr int64_t kFewBytes = 1 << 20;
+  for (int threads : {1, 2, 3}) {
+    lruc::cpu::setThreadCount(threads);
+    for (int64_t batch : {int64_t(1), kLeast * threads - 1, kLeast * threads,
+                          kLeast * threads + 5})
+      for (int64_t bytes : {kFewBytes, lruc::cpu::kMostStreamPartWeightBytes + 1}) {
+        std::mutex mutex;
+        std::vector<std::pair<int64_t, int64_t>> parts;
+        std::vector<int> hits(size_t(batch), 0);
+        bool alone = true;
+        std::string error;
+        ASSERT_TRUE(lruc::cpu::forStreamParts(
+            batch, bytes, error,
+            [&](int64_t first, int64_t count, std::string &) {
+              // In a part: one thread, and a region runs at once on it.
+              const bool one = lruc::cpu::threadCount() == 1;
+              std::atomic<int> regionParts{0};
+              lruc::cpu::parallelFor(100, 1, [&](int64_t, int64_t) {
+                ++regionParts;
+              });
+              std::lock_guard<std::mutex> lock(mutex);
+              alone = alone && one && regionParts.load() == 1;
+              parts.push_back({first, count});
+              for (int64_t b = first; b < first + count; ++b)
+                ++hits[size_t(b)];
+              return true;
+            }));
+        const bool expectSplit = threads > 1 && batch >= kLeast * threads &&
+                                 bytes <= lruc::cpu::kMostStreamPartWeightBytes;
+        EXPECT_EQ(parts.size(), expectSplit ? size_t(threads) : size_t(1))
+            << threads << " threads, batch " << batch << ", " << bytes;
+        if (expectSplit) {
+          EXPECT_TRUE(alone) << "a part saw more than its own thread";
+          for (auto [first, count] : parts)
+            EXPECT_GE(count, kLeast);
+        }
+        for (int64_t b = 0; b < batch; ++b)
+          ASSERT_EQ(hits[size_t(b)], 1) << threads << " threads, batch "
+                                        << batch << ", stream " << b;
+      }
+  }
+
+  lruc::cpu::setThreadCount(2);
+  std::string error;
+  EXPECT_FALSE(lruc::cpu::forStreamParts(
+      8, kFewBytes, error, [](int64_t first, int64_t, std::string &why) {
+        why = "part at " + std::to_string(first);
+        return false;
+      }));
+  EXPECT_EQ(error, "part at 0"); // the first failing part's
+  EXPECT_THROW(lruc::cpu::forStreamParts(
+                   8, kFewBytes, error,
+                   [](int64_t first, int64_t, std::string &) -> bool {
+                     if (first > 0)
+                       throw std::runtime_error("in the second part");
+                     return true;
+                   }),
+               std::runtime_error);
+  // The pool still runs regions after a part threw.
+  std::atomic<int> covered{0};
+  lruc::cpu::parallelFor(2, 1, [&](int64_t begin, int64_t end) {
+    covered += int(end - begin);
+  });
+  EXPECT_EQ(covered.load(), 2);
 }
 
 // An entry point's results: sizes around the 64 KiB pieces the copy is

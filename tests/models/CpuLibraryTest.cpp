@@ -1007,6 +1007,96 @@ TEST(CpuLibraryBatchNorm, StatisticsOfInputsFarFromZero) {
     }
 }
 
+/// Step mode over enough streams that every thread takes a part of them
+/// (lruc::cpu::forStreamParts: 9 streams on 2 threads, parts of 4 and 5)
+/// predicts what each stream predicts alone, token after token; and a bad
+/// token in one stream fails the call before any stream moves on, naming
+/// the token's row in the whole batch.
+TEST(CpuLibraryStepStreams, PartsMatchTheStreamsAlone) {
+  const ModelCase c{"listops_streams",
+                    "models/listops.lru",
+                    {{"L", 6}, {"H", 8}, {"N", 4}, {"DEPTH", 2}}};
+  BuiltModel built;
+  buildModel(c, built);
+  if (HasFatalFailure())
+    return;
+  const lruc_model &m = *built.lib.model;
+  ASSERT_NE(m.step, nullptr);
+  auto setThreads = reinterpret_cast<void (*)(int)>(
+      dlsym(built.lib.handle, "lruc_cpu_set_threads"));
+  ASSERT_NE(setThreads, nullptr);
+  std::vector<float> params(m.param_floats), state(m.state_floats);
+  char message[512] = "";
+  ASSERT_EQ(m.init(5, params.data(), state.data(), message, sizeof message), 0)
+      << message;
+  constexpr int64_t kStreams = 9, kTokens = 5, kVocab = 18, kClasses = 10;
+  std::vector<int32_t> tokens(kStreams * kTokens);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = int32_t((i * 7 + 3) % kVocab);
+  // Predictions [token][stream][class] of streams [first, first + count)
+  // stepped together.
+  auto run = [&](int64_t first, int64_t count) {
+    std::vector<float> carry(count * m.carry_floats), out(count * kClasses);
+    std::vector<std::vector<float>> predictions;
+    EXPECT_EQ(m.step_reset(count, carry.data(), message, sizeof message), 0);
+    for (int64_t t = 0; t < kTokens; ++t) {
+      std::vector<int32_t> now(count);
+      for (int64_t b = 0; b < count; ++b)
+        now[b] = tokens[(first + b) * kTokens + t];
+      const void *inputs[] = {now.data()};
+      float *outputs[] = {out.data()};
+      EXPECT_EQ(m.step(count, params.data(), state.data(), carry.data(),
+                       inputs, outputs, message, sizeof message),
+                0)
+          << message;
+      predictions.push_back(out);
+    }
+    return predictions;
+  };
+  setThreads(2);
+  auto together = run(0, kStreams);
+  setThreads(1);
+  auto oneThread = run(0, kStreams);
+  for (int64_t b = 0; b < kStreams; ++b) {
+    auto alone = run(b, 1);
+    for (int64_t t = 0; t < kTokens; ++t)
+      for (int64_t k = 0; k < kClasses; ++k) {
+        const float expected = alone[t][k];
+        const float tolerance = 1e-5f * (1 + std::abs(expected));
+        ASSERT_NEAR(together[t][b * kClasses + k], expected, tolerance)
+            << "stream " << b << " token " << t << " class " << k;
+        ASSERT_NEAR(oneThread[t][b * kClasses + k], expected, tolerance)
+            << "one thread: stream " << b << " token " << t;
+      }
+  }
+
+  setThreads(2);
+  std::vector<float> carry(kStreams * m.carry_floats), out(kStreams * kClasses);
+  ASSERT_EQ(m.step_reset(kStreams, carry.data(), message, sizeof message), 0);
+  std::vector<int32_t> now(tokens.begin(), tokens.begin() + kStreams);
+  const void *inputs[] = {now.data()};
+  float *outputs[] = {out.data()};
+  ASSERT_EQ(m.step(kStreams, params.data(), state.data(), carry.data(),
+                   inputs, outputs, message, sizeof message),
+            0)
+      << message;
+  const std::vector<float> before = carry;
+  now[6] = kVocab; // in the second part
+  EXPECT_NE(m.step(kStreams, params.data(), state.data(), carry.data(),
+                   inputs, outputs, message, sizeof message),
+            0);
+  EXPECT_NE(std::string(message).find("tokens[6, 0] = 18 is outside [0, 18)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(std::memcmp(carry.data(), before.data(),
+                        carry.size() * sizeof(float)),
+            0)
+      << "a failed step moved a stream on";
+  const char *threads = std::getenv("LRUC_NUM_THREADS");
+  setThreads(threads ? std::atoi(threads)
+                     : int(std::thread::hardware_concurrency()));
+}
+
 /// Through lruc::cuda::Device (the driver, NVRTC and cuBLAS), the library's
 /// schedule against its CPU entry points on one batch: forward, backward
 /// and one train step. On a GPU: `lruc-cpu-library-tests

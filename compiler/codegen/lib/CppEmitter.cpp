@@ -1503,11 +1503,70 @@ FailureOr<Binding> bindTraining(func::FuncOp func, const Layout &layout,
   return binding;
 }
 
-void emitArrays(llvm::raw_ostream &os, const Binding &binding) {
-  os << "  const void *args[] = {";
+/// Step mode's binding for the streams [first, first + count) of the
+/// call's batch: each input, output and carry section ([batch, ...] at
+/// `batch * offset` in the carry block) from its row `first` on.
+Binding streamsOf(func::FuncOp step, const StepLayout &layout) {
+  auto perStream = [](Type type) {
+    return std::to_string(ShapedType::getNumElements(
+        cast<RankedTensorType>(type).getShape().drop_front()));
+  };
+  auto carrySection = [](const StepLayout::Carry &c) {
+    return "carry + batch * " + std::to_string(c.offset) + " + first * " +
+           std::to_string(c.floats);
+  };
+  Binding binding;
+  unsigned input = 0, carry = 0;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    Type type = step.getArgumentTypes()[i];
+    binding.args.push_back(
+        step.getArgAttr(i, "lru.carry")
+            ? carrySection(layout.carries[carry++])
+            : "static_cast<const " + elementType(type) + " *>(inputs[" +
+                  std::to_string(input++) + "]) + first * " + perStream(type));
+  }
+  for (auto [i, output] : llvm::enumerate(layout.outputs))
+    binding.results.push_back("outputs[" + std::to_string(i) +
+                              "] + first * " + perStream(output.second));
+  for (const StepLayout::Carry &c : layout.carries)
+    binding.results.push_back(carrySection(c));
+  return binding;
+}
+
+/// Checks every index that step mode's gathers read from an input, for
+/// the whole batch, before any stream moves on: a bad token fails the call
+/// with the carries untouched, naming the token's row in the batch, even
+/// when the streams run in parts (forStreamParts).
+void emitStepIndexChecks(llvm::raw_ostream &os, func::FuncOp step) {
+  unsigned inputs = 0;
+  llvm::DenseMap<unsigned, unsigned> inputOf; // argument -> inputs[i]
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (!step.getArgAttr(i, "lru.carry"))
+      inputOf[i] = inputs++;
+  step.walk([&](lru::GatherOp gather) {
+    Value indices = gather.getIndices();
+    if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
+      indices = padded.getX();
+    auto arg = dyn_cast<BlockArgument>(indices);
+    if (!arg || arg.getOwner()->getParentOp() != step.getOperation())
+      return;
+    auto type = tensorType(indices);
+    os << "    if (!lruc::cpu::indicesWithin(static_cast<const int32_t "
+          "*>(inputs["
+       << inputOf.lookup(arg.getArgNumber()) << "]), batch * "
+       << ShapedType::getNumElements(type.getShape().drop_front()) << ", "
+       << tensorType(gather.getTable()).getDimSize(0) << ", "
+       << indexSource(gather.getIndices()) << ", message))\n"
+       << "      return false;\n";
+  });
+}
+
+void emitArrays(llvm::raw_ostream &os, const Binding &binding,
+                StringRef indent = "  ") {
+  os << indent << "const void *args[] = {";
   for (auto [i, a] : llvm::enumerate(binding.args))
     os << (i ? ", " : "") << a;
-  os << "};\n  void *results[] = {";
+  os << "};\n" << indent << "void *results[] = {";
   for (auto [i, r] : llvm::enumerate(binding.results))
     os << (i ? ", " : "") << r;
   os << "};\n";
@@ -2042,12 +2101,16 @@ int forward(int64_t batch, const float *params, const float *state,
        << ", 0.0f);\n  return 0;\n}\n\n"
           "int step(int64_t batch, const float *params, const float *state, "
           "float *carry,\n    const void *const *inputs, float *const "
-          "*outputs, char *error,\n    size_t error_size) {\n";
-    emitArrays(os, binding);
-    os << "  return guarded(error, error_size, [&](std::string &message) {\n"
-          "    return lruc_library::run_step(batch, params, state, args, "
-          "results, "
-          "message);\n  });\n}\n\n";
+          "*outputs, char *error,\n    size_t error_size) {\n"
+          "  return guarded(error, error_size, [&](std::string &message) {\n";
+    emitStepIndexChecks(os, stepMode);
+    // The weights a token reads: the parameter block, at most.
+    os << "    return lruc::cpu::forStreamParts(batch, "
+       << layout.paramFloats * sizeof(float) << ", message,\n"
+          "        [&](int64_t first, int64_t count, std::string &message) {\n";
+    emitArrays(os, streamsOf(stepMode, *stepLayout), "          ");
+    os << "          return lruc_library::run_step(count, params, state, "
+          "args, results,\n              message);\n        });\n  });\n}\n\n";
   }
   std::string unavailable;
   if (auto why = module->getAttrOfType<StringAttr>("lru.step_unavailable"))

@@ -82,6 +82,15 @@ bool checkIndices(IndexSource source, const int32_t *values, int64_t count,
   return true;
 }
 
+} // namespace
+
+bool indicesWithin(const int32_t *indices, int64_t count, int64_t limit,
+                   IndexSource source, std::string &error) {
+  return checkIndices(source, indices, count, limit, error);
+}
+
+namespace {
+
 /// Steps an odometer over dims [0, rank) of `size` by one in the last of
 /// them, carrying into earlier ones; `offsets[k]` moves by `steps[k][d]`.
 template <int Operands>

@@ -15,6 +15,9 @@
 // threads than the machine has cores. One region runs at a time; a caller
 // that finds the pool busy (another thread's region, e.g. concurrent
 // evaluation batches) runs its region alone, so threads never pile up.
+// A part that starts a region of its own (step mode's streams split
+// across the threads, forStreamParts) runs it alone too, and sees one
+// thread in threadCount(): its kernels choose the one-thread forms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +31,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -93,6 +98,10 @@ template <class Ready>
 bool spinUntil(Ready ready, std::chrono::microseconds limit) {
   return spinUntil(ready, limit, [] { return false; });
 }
+
+/// Whether this thread is running a part of a region (a trivial
+/// thread_local: nothing for a dlclose'd library to leave behind).
+thread_local bool inPart = false;
 
 class ThreadPool {
 public:
@@ -174,6 +183,10 @@ private:
       if (nextOf(ticket) >= partsOf(ticket))
         return {count, partsOf(ticket)};
       // A part not done keeps the region (and body_, context_) alive.
+      struct Part {
+        Part() { inPart = true; }
+        ~Part() { inPart = false; }
+      } part;
       body_(context_, nextOf(ticket));
       ++count;
     }
@@ -277,7 +290,7 @@ ThreadPool &thePool() {
 
 } // namespace
 
-int threadCount() { return thePool().size(); }
+int threadCount() { return inPart ? 1 : thePool().size(); }
 
 void setThreadCount(int threads) {
   std::lock_guard<std::mutex> lock(poolMutex);
@@ -290,6 +303,10 @@ void parallelForRaw(int64_t n, int64_t grain,
                     void (*body)(void *, int64_t, int64_t), void *context) {
   if (n <= 0)
     return;
+  if (inPart) { // a region within a part: this thread alone
+    body(context, 0, n);
+    return;
+  }
   ThreadPool &threads = thePool();
   int64_t parts = std::min<int64_t>(threads.size(),
                                     (n + std::max<int64_t>(grain, 1) - 1) /
@@ -309,6 +326,41 @@ void parallelForRaw(int64_t n, int64_t grain,
   };
   if (!threads.run(parts, part, &split))
     body(context, 0, n);
+}
+
+bool forStreamPartsRaw(int64_t batch, int64_t weightBytes, StreamPartBody body,
+                       void *context, std::string &error) {
+  const int64_t parts = threadCount();
+  if (parts <= 1 || batch < kLeastStreamsPerThread * parts ||
+      weightBytes > kMostStreamPartWeightBytes)
+    return body(context, 0, batch, error);
+  struct Outcome {
+    bool ok = true;
+    std::string error;
+    std::exception_ptr thrown;
+  };
+  std::vector<Outcome> outcomes(parts);
+  parallelFor(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t first = p * batch / parts;
+      Outcome &outcome = outcomes[p];
+      try {
+        outcome.ok = body(context, first, (p + 1) * batch / parts - first,
+                          outcome.error);
+      } catch (...) {
+        outcome.thrown = std::current_exception();
+      }
+    }
+  });
+  for (Outcome &outcome : outcomes) {
+    if (outcome.thrown)
+      std::rethrow_exception(outcome.thrown);
+    if (!outcome.ok) {
+      error = std::move(outcome.error);
+      return false;
+    }
+  }
+  return true;
 }
 
 } // namespace lruc::cpu
