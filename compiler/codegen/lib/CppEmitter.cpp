@@ -1548,7 +1548,8 @@ void emitStepIndexChecks(llvm::raw_ostream &os, func::FuncOp step) {
     if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
       indices = padded.getX();
     auto arg = dyn_cast<BlockArgument>(indices);
-    if (!arg || arg.getOwner()->getParentOp() != step.getOperation())
+    if (!arg || arg.getOwner()->getParentOp() != step.getOperation() ||
+        !inputOf.count(arg.getArgNumber()))
       return;
     auto type = tensorType(indices);
     os << "    if (!lruc::cpu::indicesWithin(static_cast<const int32_t "
