@@ -149,6 +149,60 @@ std::vector<std::pair<int64_t, int64_t>> carryRanges(const lruc_model &m,
   return ranges;
 }
 
+/// The arguments of `forward` that are sequence inputs (what step mode
+/// reads a step of), and their steps.
+std::vector<unsigned> sequenceInputs(mlir::func::FuncOp forward,
+                                     const std::vector<Tensor> &args,
+                                     int64_t &steps) {
+  std::vector<unsigned> sequences;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (isSequenceTag(lruc::testing::inputTag(forward, i))) {
+      sequences.push_back(i);
+      steps = args[i].shape[1];
+    }
+  return sequences;
+}
+
+/// Step t of the sequence inputs `sequences` of `args` (@forward's
+/// inputs, `batch` examples of `steps` steps), for the streams [first,
+/// first + count): step mode's inputs for one call.
+Buffers stepInputsAt(const std::vector<Tensor> &args,
+                     const std::vector<unsigned> &sequences, int64_t batch,
+                     int64_t steps, int64_t t, int64_t first, int64_t count) {
+  Buffers inputs;
+  inputs.floats.reserve(sequences.size());
+  inputs.int32s.reserve(sequences.size());
+  for (unsigned i : sequences) {
+    const Tensor &seq = args[i];
+    int64_t width = seq.numElements() / (batch * steps);
+    if (seq.kind == Tensor::Kind::Int) {
+      std::vector<int32_t> slice;
+      for (int64_t b = first; b < first + count; ++b)
+        for (int64_t k = 0; k < width; ++k)
+          slice.push_back(seq.ints[(b * steps + t) * width + k]);
+      inputs.int32s.push_back(std::move(slice));
+      inputs.pointers.push_back(inputs.int32s.back().data());
+    } else {
+      std::vector<float> slice;
+      for (int64_t b = first; b < first + count; ++b)
+        for (int64_t k = 0; k < width; ++k)
+          slice.push_back(float(seq.re[(b * steps + t) * width + k]));
+      inputs.floats.push_back(std::move(slice));
+      inputs.pointers.push_back(inputs.floats.back().data());
+    }
+  }
+  return inputs;
+}
+
+/// The floats of step mode's one output for one stream.
+int64_t stepOutputWidth(const lruc_model &m) {
+  const lruc_tensor_info &out = m.step_outputs[0];
+  int64_t width = 1;
+  for (int32_t d = 1; d < out.rank; ++d)
+    width *= out.shape[d];
+  return width;
+}
+
 /// Feeds `args` (@forward's inputs) to the library's step mode one step at
 /// a time from a reset carry and checks each step's predictions against
 /// the interpreter's @forward on the prefix so far (its `lengths` set to
@@ -162,21 +216,13 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
                            const std::string &name) {
   ASSERT_NE(m.step_reset, nullptr);
   ASSERT_EQ(m.num_step_outputs, 1);
-  const lruc_tensor_info &out = m.step_outputs[0];
-  bool perStep = out.rank == 3;
-  int64_t steps = 0, outSize = batch;
-  for (int32_t d = 1; d < out.rank; ++d)
-    outSize *= out.shape[d];
-  std::vector<unsigned> sequences, lengths;
-  for (unsigned i = 0; i < args.size(); ++i) {
-    std::string tag = lruc::testing::inputTag(forward, i);
-    if (isSequenceTag(tag)) {
-      sequences.push_back(i);
-      steps = args[i].shape[1];
-    } else if (tag == "lengths") {
+  bool perStep = m.step_outputs[0].rank == 3;
+  int64_t steps = 0, outSize = batch * stepOutputWidth(m);
+  std::vector<unsigned> sequences = sequenceInputs(forward, args, steps),
+                        lengths;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (lruc::testing::inputTag(forward, i) == "lengths")
       lengths.push_back(i);
-    }
-  }
   ASSERT_EQ(int(sequences.size()), m.num_step_inputs);
 
   std::vector<float> carry(batch * m.carry_floats, 1.0f);
@@ -196,29 +242,8 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
                   named.begin() + begin);
       carry = std::move(named);
     }
-    // This step of every sequence input.
-    Buffers stepInputs;
-    stepInputs.floats.reserve(sequences.size());
-    stepInputs.int32s.reserve(sequences.size());
-    for (unsigned i : sequences) {
-      const Tensor &seq = args[i];
-      int64_t width = seq.numElements() / (batch * steps);
-      if (seq.kind == Tensor::Kind::Int) {
-        std::vector<int32_t> slice;
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t k = 0; k < width; ++k)
-            slice.push_back(seq.ints[(b * steps + t) * width + k]);
-        stepInputs.int32s.push_back(std::move(slice));
-        stepInputs.pointers.push_back(stepInputs.int32s.back().data());
-      } else {
-        std::vector<float> slice;
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t k = 0; k < width; ++k)
-            slice.push_back(float(seq.re[(b * steps + t) * width + k]));
-        stepInputs.floats.push_back(std::move(slice));
-        stepInputs.pointers.push_back(stepInputs.floats.back().data());
-      }
-    }
+    Buffers stepInputs =
+        stepInputsAt(args, sequences, batch, steps, t, 0, batch);
     std::vector<float> got(outSize);
     float *outputs[] = {got.data()};
     ASSERT_EQ(m.step(batch, params.data(), state.data(), carry.data(),
@@ -252,6 +277,64 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
     expectClose(got.data(), expected, 1e-4,
                 name + " step " + std::to_string(t));
   }
+}
+
+
+/// Step mode over 9 streams on 2 threads, in parts of 4 and 5
+/// (lruc::cpu::forStreamParts), predicts what each stream predicts alone,
+/// step after step, and so does the whole batch on one thread: the parts
+/// read and write their own rows of every input, output and carry.
+void expectStreamPartsMatchStreamsAlone(void *handle, const lruc_model &m,
+                                        mlir::func::FuncOp forward,
+                                        const std::vector<float> &params,
+                                        const std::vector<float> &state,
+                                        const std::string &name) {
+  auto setThreads =
+      reinterpret_cast<void (*)(int)>(dlsym(handle, "lruc_cpu_set_threads"));
+  ASSERT_NE(setThreads, nullptr);
+  constexpr int64_t kStreams = 9;
+  std::vector<Tensor> args = lruc::testing::makeBatch(forward, kStreams, 2);
+  int64_t steps = 0;
+  const std::vector<unsigned> sequences = sequenceInputs(forward, args, steps);
+  const int64_t width = stepOutputWidth(m);
+  char message[512] = "";
+  // Each step's predictions of streams [first, first + count) together.
+  auto run = [&](int64_t first, int64_t count) {
+    std::vector<float> carry(count * m.carry_floats), out(count * width);
+    std::vector<std::vector<float>> predictions;
+    EXPECT_EQ(m.step_reset(count, carry.data(), message, sizeof message), 0);
+    for (int64_t t = 0; t < steps; ++t) {
+      Buffers inputs =
+          stepInputsAt(args, sequences, kStreams, steps, t, first, count);
+      float *outputs[] = {out.data()};
+      EXPECT_EQ(m.step(count, params.data(), state.data(), carry.data(),
+                       inputs.pointers.data(), outputs, message,
+                       sizeof message),
+                0)
+          << name << ": " << message;
+      predictions.push_back(out);
+    }
+    return predictions;
+  };
+  setThreads(2);
+  const auto inParts = run(0, kStreams);
+  setThreads(1);
+  const auto oneThread = run(0, kStreams);
+  for (int64_t b = 0; b < kStreams; ++b) {
+    const auto alone = run(b, 1);
+    for (int64_t t = 0; t < steps; ++t)
+      for (int64_t k = 0; k < width; ++k) {
+        const float expected = alone[t][k];
+        const float tolerance = 1e-5f * (1 + std::abs(expected));
+        ASSERT_NEAR(inParts[t][b * width + k], expected, tolerance)
+            << name << ": stream " << b << " step " << t << " [" << k << "]";
+        ASSERT_NEAR(oneThread[t][b * width + k], expected, tolerance)
+            << name << " (one thread): stream " << b << " step " << t;
+      }
+  }
+  const char *threads = std::getenv("LRUC_NUM_THREADS");
+  setThreads(threads ? std::atoi(threads)
+                     : int(std::thread::hardware_concurrency()));
 }
 
 /// The GPU schedule of the library at `handle`, run by the simulator on
@@ -695,6 +778,10 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
       return;
     expectStepModeMatches(m, forward, evalArgs, store2, params2, state2,
                           kBatch, c.name + " (new running statistics)");
+    if (HasFatalFailure())
+      return;
+    expectStreamPartsMatchStreamsAlone(lib.handle, m, forward, params, state,
+                                       c.name);
   } else {
     EXPECT_EQ(m.step, nullptr);
     ASSERT_NE(m.step_unavailable, nullptr);
@@ -1007,12 +1094,10 @@ TEST(CpuLibraryBatchNorm, StatisticsOfInputsFarFromZero) {
     }
 }
 
-/// Step mode over enough streams that every thread takes a part of them
-/// (lruc::cpu::forStreamParts: 9 streams on 2 threads, parts of 4 and 5)
-/// predicts what each stream predicts alone, token after token; and a bad
-/// token in one stream fails the call before any stream moves on, naming
-/// the token's row in the whole batch.
-TEST(CpuLibraryStepStreams, PartsMatchTheStreamsAlone) {
+/// A bad token in one stream of a batch that runs in parts (9 streams on 2
+/// threads: parts of 4 and 5, lruc::cpu::forStreamParts) fails the call
+/// before any stream moves on, naming the token's row in the whole batch.
+TEST(CpuLibraryStepStreams, BadTokenMovesNoStream) {
   const ModelCase c{"listops_streams",
                     "models/listops.lru",
                     {{"L", 6}, {"H", 8}, {"N", 4}, {"DEPTH", 2}}};
@@ -1029,51 +1114,13 @@ TEST(CpuLibraryStepStreams, PartsMatchTheStreamsAlone) {
   char message[512] = "";
   ASSERT_EQ(m.init(5, params.data(), state.data(), message, sizeof message), 0)
       << message;
-  constexpr int64_t kStreams = 9, kTokens = 5, kVocab = 18, kClasses = 10;
-  std::vector<int32_t> tokens(kStreams * kTokens);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = int32_t((i * 7 + 3) % kVocab);
-  // Predictions [token][stream][class] of streams [first, first + count)
-  // stepped together.
-  auto run = [&](int64_t first, int64_t count) {
-    std::vector<float> carry(count * m.carry_floats), out(count * kClasses);
-    std::vector<std::vector<float>> predictions;
-    EXPECT_EQ(m.step_reset(count, carry.data(), message, sizeof message), 0);
-    for (int64_t t = 0; t < kTokens; ++t) {
-      std::vector<int32_t> now(count);
-      for (int64_t b = 0; b < count; ++b)
-        now[b] = tokens[(first + b) * kTokens + t];
-      const void *inputs[] = {now.data()};
-      float *outputs[] = {out.data()};
-      EXPECT_EQ(m.step(count, params.data(), state.data(), carry.data(),
-                       inputs, outputs, message, sizeof message),
-                0)
-          << message;
-      predictions.push_back(out);
-    }
-    return predictions;
-  };
-  setThreads(2);
-  auto together = run(0, kStreams);
-  setThreads(1);
-  auto oneThread = run(0, kStreams);
-  for (int64_t b = 0; b < kStreams; ++b) {
-    auto alone = run(b, 1);
-    for (int64_t t = 0; t < kTokens; ++t)
-      for (int64_t k = 0; k < kClasses; ++k) {
-        const float expected = alone[t][k];
-        const float tolerance = 1e-5f * (1 + std::abs(expected));
-        ASSERT_NEAR(together[t][b * kClasses + k], expected, tolerance)
-            << "stream " << b << " token " << t << " class " << k;
-        ASSERT_NEAR(oneThread[t][b * kClasses + k], expected, tolerance)
-            << "one thread: stream " << b << " token " << t;
-      }
-  }
-
+  constexpr int64_t kStreams = 9, kVocab = 18, kClasses = 10;
+  std::vector<int32_t> now(kStreams);
+  for (size_t i = 0; i < now.size(); ++i)
+    now[i] = int32_t((i * 7 + 3) % kVocab);
   setThreads(2);
   std::vector<float> carry(kStreams * m.carry_floats), out(kStreams * kClasses);
   ASSERT_EQ(m.step_reset(kStreams, carry.data(), message, sizeof message), 0);
-  std::vector<int32_t> now(tokens.begin(), tokens.begin() + kStreams);
   const void *inputs[] = {now.data()};
   float *outputs[] = {out.data()};
   ASSERT_EQ(m.step(kStreams, params.data(), state.data(), carry.data(),
