@@ -1349,6 +1349,41 @@ TEST(CpuThreads, FewRowProductsDoNotDependOnTheSplit) {
   }
 }
 
+// lruc's dot products give a row the same bits whatever rows share its
+// pass (1 to 8 rows: passes of up to 4 rows (AVX2) or 8 (AVX-512), with 4
+// or 2 weight rows at a time) and whichever form takes a column (n not a
+// multiple of 4 or 2: the last weight rows one at a time): step mode's
+// streams in parts compute each stream as it would alone.
+TEST(CpuThreads, DotProductsDoNotDependOnTheRows) {
+  ThreadCountGuard guard;
+  FewRowFormGuard formGuard;
+  lruc::cpu::setThreadCount(1);
+  using lruc::cpu::FewRowProducts;
+  for (FewRowProducts how :
+       {FewRowProducts::DotProducts, FewRowProducts::DotProductsAvx2}) {
+    lruc::cpu::setFewRowProducts(how);
+    for (int64_t n : {1, 2, 5, 130, 257})
+      for (int64_t k : {9, 72, 128}) {
+        const int64_t most = 8;
+        std::vector<float> x = values<float>(most * k, 0.4);
+        std::vector<float> w = values<float>(n * k, 1.3);
+        for (int64_t rows = 1; rows <= most; ++rows) {
+          std::vector<float> together(size_t(rows * n));
+          lruc::cpu::matmulNT(x.data(), w.data(), rows, n, k, together.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> alone(static_cast<size_t>(n));
+            lruc::cpu::matmulNT(x.data() + r * k, w.data(), 1, n, k,
+                                alone.data());
+            ASSERT_EQ(0, std::memcmp(together.data() + r * n, alone.data(),
+                                     alone.size() * sizeof(float)))
+                << "form " << int(how) << ", row " << r << " of " << rows
+                << ", n " << n << ", k " << k;
+          }
+        }
+      }
+  }
+}
+
 TEST(CpuThreads, ProductColumnBlocksShareWholeVectors) {
   ThreadCountGuard guard;
   for (int threads : {1, 2, 3, 8}) {
