@@ -1441,7 +1441,8 @@ TEST(CpuThreads, StreamPartsSplitWholeStreams) {
     lruc::cpu::setThreadCount(threads);
     for (int64_t batch : {int64_t(1), kLeast * threads - 1, kLeast * threads,
                           kLeast * threads + 5})
-      for (int64_t bytes : {kFewBytes, lruc::cpu::kMostStreamPartWeightBytes + 1}) {
+      for (int64_t bytes :
+           {kFewBytes, lruc::cpu::kMostStreamPartWeightBytes + 1}) {
         std::mutex mutex;
         std::vector<std::pair<int64_t, int64_t>> parts;
         std::vector<int> hits(size_t(batch), 0);
@@ -1453,9 +1454,8 @@ TEST(CpuThreads, StreamPartsSplitWholeStreams) {
               // In a part: one thread, and a region runs at once on it.
               const bool one = lruc::cpu::threadCount() == 1;
               std::atomic<int> regionParts{0};
-              lruc::cpu::parallelFor(100, 1, [&](int64_t, int64_t) {
-                ++regionParts;
-              });
+              lruc::cpu::parallelFor(100, 1,
+                                     [&](int64_t, int64_t) { ++regionParts; });
               std::lock_guard<std::mutex> lock(mutex);
               alone = alone && one && regionParts.load() == 1;
               parts.push_back({first, count});
@@ -1473,8 +1473,8 @@ TEST(CpuThreads, StreamPartsSplitWholeStreams) {
             EXPECT_GE(count, kLeast);
         }
         for (int64_t b = 0; b < batch; ++b)
-          ASSERT_EQ(hits[size_t(b)], 1) << threads << " threads, batch "
-                                        << batch << ", stream " << b;
+          ASSERT_EQ(hits[size_t(b)], 1)
+              << threads << " threads, batch " << batch << ", stream " << b;
       }
   }
 
@@ -1496,9 +1496,8 @@ TEST(CpuThreads, StreamPartsSplitWholeStreams) {
                std::runtime_error);
   // The pool still runs regions after a part threw.
   std::atomic<int> covered{0};
-  lruc::cpu::parallelFor(2, 1, [&](int64_t begin, int64_t end) {
-    covered += int(end - begin);
-  });
+  lruc::cpu::parallelFor(
+      2, 1, [&](int64_t begin, int64_t end) { covered += int(end - begin); });
   EXPECT_EQ(covered.load(), 2);
 }
 

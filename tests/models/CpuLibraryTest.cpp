@@ -279,7 +279,6 @@ void expectStepModeMatches(const lruc_model &m, mlir::func::FuncOp forward,
   }
 }
 
-
 /// Step mode over 9 streams on 2 threads, in parts of 4 and 5
 /// (lruc::cpu::forStreamParts), predicts what each stream predicts alone,
 /// step after step, and so does the whole batch on one thread: the parts
@@ -1123,21 +1122,20 @@ TEST(CpuLibraryStepStreams, BadTokenMovesNoStream) {
   ASSERT_EQ(m.step_reset(kStreams, carry.data(), message, sizeof message), 0);
   const void *inputs[] = {now.data()};
   float *outputs[] = {out.data()};
-  ASSERT_EQ(m.step(kStreams, params.data(), state.data(), carry.data(),
-                   inputs, outputs, message, sizeof message),
+  ASSERT_EQ(m.step(kStreams, params.data(), state.data(), carry.data(), inputs,
+                   outputs, message, sizeof message),
             0)
       << message;
   const std::vector<float> before = carry;
   now[6] = kVocab; // in the second part
-  EXPECT_NE(m.step(kStreams, params.data(), state.data(), carry.data(),
-                   inputs, outputs, message, sizeof message),
+  EXPECT_NE(m.step(kStreams, params.data(), state.data(), carry.data(), inputs,
+                   outputs, message, sizeof message),
             0);
   EXPECT_NE(std::string(message).find("tokens[6, 0] = 18 is outside [0, 18)"),
             std::string::npos)
       << message;
-  EXPECT_EQ(std::memcmp(carry.data(), before.data(),
-                        carry.size() * sizeof(float)),
-            0)
+  EXPECT_EQ(
+      std::memcmp(carry.data(), before.data(), carry.size() * sizeof(float)), 0)
       << "a failed step moved a stream on";
   const char *threads = std::getenv("LRUC_NUM_THREADS");
   setThreads(threads ? std::atoi(threads)

@@ -1519,15 +1519,15 @@ Binding streamsOf(func::FuncOp step, const StepLayout &layout) {
   unsigned input = 0, carry = 0;
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     Type type = step.getArgumentTypes()[i];
-    binding.args.push_back(
-        step.getArgAttr(i, "lru.carry")
-            ? carrySection(layout.carries[carry++])
-            : "static_cast<const " + elementType(type) + " *>(inputs[" +
-                  std::to_string(input++) + "]) + first * " + perStream(type));
+    binding.args.push_back(step.getArgAttr(i, "lru.carry")
+                               ? carrySection(layout.carries[carry++])
+                               : "static_cast<const " + elementType(type) +
+                                     " *>(inputs[" + std::to_string(input++) +
+                                     "]) + first * " + perStream(type));
   }
   for (auto [i, output] : llvm::enumerate(layout.outputs))
-    binding.results.push_back("outputs[" + std::to_string(i) +
-                              "] + first * " + perStream(output.second));
+    binding.results.push_back("outputs[" + std::to_string(i) + "] + first * " +
+                              perStream(output.second));
   for (const StepLayout::Carry &c : layout.carries)
     binding.results.push_back(carrySection(c));
   return binding;
@@ -2107,7 +2107,8 @@ int forward(int64_t batch, const float *params, const float *state,
     emitStepIndexChecks(os, stepMode);
     // The weights a token reads: the parameter block, at most.
     os << "    return lruc::cpu::forStreamParts(batch, "
-       << layout.paramFloats * sizeof(float) << ", message,\n"
+       << layout.paramFloats * sizeof(float)
+       << ", message,\n"
           "        [&](int64_t first, int64_t count, std::string &message) {\n";
     emitArrays(os, streamsOf(stepMode, *stepLayout), "          ");
     os << "          return lruc_library::run_step(count, params, state, "

@@ -648,10 +648,9 @@ void dotProductsNT(const float *x, const float *w, int64_t k, int64_t n0,
     }
     // Four rows a reduction, in the order of the passes above.
     for (int r0 = 0; r0 < M; r0 += 4) {
-      const Vector four[4] = {
-          acc[r0], r0 + 1 < M ? acc[r0 + 1] : Lanes::zero(),
-          r0 + 2 < M ? acc[r0 + 2] : Lanes::zero(),
-          r0 + 3 < M ? acc[r0 + 3] : Lanes::zero()};
+      const Vector four[4] = {acc[r0], r0 + 1 < M ? acc[r0 + 1] : Lanes::zero(),
+                              r0 + 2 < M ? acc[r0 + 2] : Lanes::zero(),
+                              r0 + 3 < M ? acc[r0 + 3] : Lanes::zero()};
       alignas(16) float sums[4];
       _mm_store_ps(sums, Lanes::sumsOfFour(four));
       for (int i = 0; i < 4 && r0 + i < M; ++i)
