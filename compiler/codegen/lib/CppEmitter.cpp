@@ -1533,6 +1533,28 @@ Binding streamsOf(func::FuncOp step, const StepLayout &layout) {
   return binding;
 }
 
+/// The bytes of parameters a step reads whole: every parameter of @step
+/// (each once, however many ops declare it) but a table only gathered
+/// from (a token reads one row of an embedding).
+int64_t stepWeightBytes(func::FuncOp step) {
+  llvm::StringMap<std::pair<int64_t, bool>> params; // bytes, read whole
+  step.walk([&](lru::ParamOp param) {
+    bool gatheredOnly = llvm::all_of(param->getUses(), [](OpOperand &use) {
+      auto gather = dyn_cast<lru::GatherOp>(use.getOwner());
+      return gather && gather.getTable() == use.get();
+    });
+    auto &[bytes, whole] = params[param.getName()];
+    bytes = tensorType(param.getResult()).getNumElements() *
+            int64_t(sizeof(float));
+    whole = whole || !gatheredOnly;
+  });
+  int64_t total = 0;
+  for (const auto &param : params)
+    if (param.second.second)
+      total += param.second.first;
+  return total;
+}
+
 /// Checks every index that step mode's gathers read from an input, for
 /// the whole batch, before any stream moves on: a bad token fails the call
 /// with the carries untouched, naming the token's row in the batch, even
@@ -2105,9 +2127,8 @@ int forward(int64_t batch, const float *params, const float *state,
           "*outputs, char *error,\n    size_t error_size) {\n"
           "  return guarded(error, error_size, [&](std::string &message) {\n";
     emitStepIndexChecks(os, stepMode);
-    // The weights a token reads: the parameter block, at most.
     os << "    return lruc::cpu::forStreamParts(batch, "
-       << layout.paramFloats * sizeof(float)
+       << stepWeightBytes(stepMode)
        << ", message,\n"
           "        [&](int64_t first, int64_t count, std::string &message) {\n";
     emitArrays(os, streamsOf(stepMode, *stepLayout), "          ");
