@@ -1566,14 +1566,11 @@ void emitStepIndexChecks(llvm::raw_ostream &os, func::FuncOp step) {
     if (!step.getArgAttr(i, "lru.carry"))
       inputOf[i] = inputs++;
   step.walk([&](lru::GatherOp gather) {
-    Value indices = gather.getIndices();
-    if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
-      indices = padded.getX();
-    auto arg = dyn_cast<BlockArgument>(indices);
+    BlockArgument arg = indexOrigin(gather.getIndices()).argument;
     if (!arg || arg.getOwner()->getParentOp() != step.getOperation() ||
         !inputOf.count(arg.getArgNumber()))
       return;
-    auto type = tensorType(indices);
+    auto type = tensorType(arg);
     os << "    if (!lruc::cpu::indicesWithin(static_cast<const int32_t "
           "*>(inputs["
        << inputOf.lookup(arg.getArgNumber()) << "]), batch * "

@@ -50,7 +50,8 @@ IndexOrigin indexOrigin(Value indices) {
   if (auto padded = indices.getDefiningOp<lru::ZeroPaddingOp>())
     indices = padded.getX();
   IndexOrigin origin;
-  if (auto arg = dyn_cast<BlockArgument>(indices))
+  origin.argument = dyn_cast<BlockArgument>(indices);
+  if (BlockArgument arg = origin.argument)
     if (auto owner =
             dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()))
       if (auto tag = owner.getArgAttrOfType<StringAttr>(arg.getArgNumber(),

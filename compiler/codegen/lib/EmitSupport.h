@@ -49,6 +49,8 @@ std::string countExpr(mlir::Value v);
 struct IndexOrigin {
   std::string input;
   int64_t steps = 0;
+  /// The function argument the indices are (null for a computed value).
+  mlir::BlockArgument argument;
 };
 IndexOrigin indexOrigin(mlir::Value indices);
 

@@ -70,23 +70,17 @@ std::string outsideMessage(const char *name, int64_t i, int64_t value,
          " is outside [0, " + std::to_string(limit) + (open ? ")" : "]");
 }
 
-/// Whether every entry of `values` [count] is within [0, limit).
-bool checkIndices(IndexSource source, const int32_t *values, int64_t count,
-                  int64_t limit, std::string &error) {
-  for (int64_t i = 0; i < count; ++i)
-    if (values[i] < 0 || values[i] >= limit) {
-      error =
-          outsideMessage(source.name, i, values[i], limit, true, source.steps);
-      return false;
-    }
-  return true;
-}
-
 } // namespace
 
 bool indicesWithin(const int32_t *indices, int64_t count, int64_t limit,
                    IndexSource source, std::string &error) {
-  return checkIndices(source, indices, count, limit, error);
+  for (int64_t i = 0; i < count; ++i)
+    if (indices[i] < 0 || indices[i] >= limit) {
+      error = outsideMessage(source.name, i, indices[i], limit, true,
+                             source.steps);
+      return false;
+    }
+  return true;
 }
 
 namespace {
@@ -1056,7 +1050,7 @@ void setFewRowProducts(FewRowProducts how) {
 bool gather(const float *table, int64_t vocab, int64_t width,
             const int32_t *indices, int64_t count, IndexSource source, float *y,
             std::string &error) {
-  if (!checkIndices(source, indices, count, vocab, error))
+  if (!indicesWithin(indices, count, vocab, source, error))
     return false;
   for (int64_t i = 0; i < count; ++i) {
     const float *row = table + int64_t(indices[i]) * width;
@@ -1068,7 +1062,7 @@ bool gather(const float *table, int64_t vocab, int64_t width,
 bool scatterAdd(const float *updates, const int32_t *indices, int64_t count,
                 IndexSource source, int64_t vocab, int64_t width, float *table,
                 std::string &error) {
-  if (!checkIndices(source, indices, count, vocab, error))
+  if (!indicesWithin(indices, count, vocab, source, error))
     return false;
   std::fill(table, table + vocab * width, 0.0f);
   for (int64_t i = 0; i < count; ++i) {
@@ -1115,7 +1109,7 @@ namespace {
 bool checkLabels(const int32_t *labels, int64_t rows, int64_t classes,
                  bool ignoreNegative, std::string &error) {
   if (!ignoreNegative)
-    return checkIndices({"labels"}, labels, rows, classes, error);
+    return indicesWithin(labels, rows, classes, {"labels"}, error);
   for (int64_t r = 0; r < rows; ++r)
     if (labels[r] >= classes) {
       error = outsideMessage("labels", r, labels[r], classes, true);
