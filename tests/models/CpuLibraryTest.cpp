@@ -60,6 +60,31 @@ struct Library {
   }
 };
 
+/// A loaded library's kernel thread pool (`lruc_cpu_set_threads`), given
+/// back at the end of a scope at the size a library starts with:
+/// LRUC_NUM_THREADS, else every core.
+class LibraryThreads {
+public:
+  explicit LibraryThreads(void *handle)
+      : set_(reinterpret_cast<void (*)(int)>(
+            dlsym(handle, "lruc_cpu_set_threads"))) {}
+  ~LibraryThreads() {
+    if (!set_)
+      return;
+    const char *threads = std::getenv("LRUC_NUM_THREADS");
+    set_(threads ? std::atoi(threads)
+                 : int(std::thread::hardware_concurrency()));
+  }
+  LibraryThreads(const LibraryThreads &) = delete;
+  LibraryThreads &operator=(const LibraryThreads &) = delete;
+
+  bool found() const { return set_ != nullptr; }
+  void set(int threads) const { set_(threads); }
+
+private:
+  void (*set_)(int);
+};
+
 /// The model inputs (every argument but the dropout key) as buffers.
 Buffers inputBuffers(mlir::func::FuncOp func, const std::vector<Tensor> &args) {
   Buffers buffers;
@@ -288,9 +313,8 @@ void expectStreamPartsMatchStreamsAlone(void *handle, const lruc_model &m,
                                         const std::vector<float> &params,
                                         const std::vector<float> &state,
                                         const std::string &name) {
-  auto setThreads =
-      reinterpret_cast<void (*)(int)>(dlsym(handle, "lruc_cpu_set_threads"));
-  ASSERT_NE(setThreads, nullptr);
+  LibraryThreads threads(handle);
+  ASSERT_TRUE(threads.found());
   constexpr int64_t kStreams = 9;
   std::vector<Tensor> args = lruc::testing::makeBatch(forward, kStreams, 2);
   int64_t steps = 0;
@@ -315,9 +339,9 @@ void expectStreamPartsMatchStreamsAlone(void *handle, const lruc_model &m,
     }
     return predictions;
   };
-  setThreads(2);
+  threads.set(2);
   const auto inParts = run(0, kStreams);
-  setThreads(1);
+  threads.set(1);
   const auto oneThread = run(0, kStreams);
   for (int64_t b = 0; b < kStreams; ++b) {
     const auto alone = run(b, 1);
@@ -331,9 +355,6 @@ void expectStreamPartsMatchStreamsAlone(void *handle, const lruc_model &m,
             << name << " (one thread): stream " << b << " step " << t;
       }
   }
-  const char *threads = std::getenv("LRUC_NUM_THREADS");
-  setThreads(threads ? std::atoi(threads)
-                     : int(std::thread::hardware_concurrency()));
 }
 
 /// The GPU schedule of the library at `handle`, run by the simulator on
@@ -559,14 +580,12 @@ TEST_P(CpuLibrary, MatchesTheReferenceInterpreter) {
   // On one thread the groups that are epilogues of matmuls compute their
   // rows of the products in their own loop (these small batches have fewer
   // parts than 4 threads, and then each product is split on its own).
-  auto setThreads = reinterpret_cast<void (*)(int)>(
-      dlsym(lib.handle, "lruc_cpu_set_threads"));
-  ASSERT_NE(setThreads, nullptr);
-  setThreads(1);
-  expectTrainAndBackward(" (1 thread)");
-  const char *threads = std::getenv("LRUC_NUM_THREADS");
-  setThreads(threads ? std::atoi(threads)
-                     : int(std::thread::hardware_concurrency()));
+  {
+    LibraryThreads threads(lib.handle);
+    ASSERT_TRUE(threads.found());
+    threads.set(1);
+    expectTrainAndBackward(" (1 thread)");
+  }
   if (HasFatalFailure())
     return;
 
@@ -1106,9 +1125,8 @@ TEST(CpuLibraryStepStreams, BadTokenMovesNoStream) {
     return;
   const lruc_model &m = *built.lib.model;
   ASSERT_NE(m.step, nullptr);
-  auto setThreads = reinterpret_cast<void (*)(int)>(
-      dlsym(built.lib.handle, "lruc_cpu_set_threads"));
-  ASSERT_NE(setThreads, nullptr);
+  LibraryThreads threads(built.lib.handle);
+  ASSERT_TRUE(threads.found());
   std::vector<float> params(m.param_floats), state(m.state_floats);
   char message[512] = "";
   ASSERT_EQ(m.init(5, params.data(), state.data(), message, sizeof message), 0)
@@ -1117,7 +1135,7 @@ TEST(CpuLibraryStepStreams, BadTokenMovesNoStream) {
   std::vector<int32_t> now(kStreams);
   for (size_t i = 0; i < now.size(); ++i)
     now[i] = int32_t((i * 7 + 3) % kVocab);
-  setThreads(2);
+  threads.set(2);
   std::vector<float> carry(kStreams * m.carry_floats), out(kStreams * kClasses);
   ASSERT_EQ(m.step_reset(kStreams, carry.data(), message, sizeof message), 0);
   const void *inputs[] = {now.data()};
@@ -1137,9 +1155,6 @@ TEST(CpuLibraryStepStreams, BadTokenMovesNoStream) {
   EXPECT_EQ(
       std::memcmp(carry.data(), before.data(), carry.size() * sizeof(float)), 0)
       << "a failed step moved a stream on";
-  const char *threads = std::getenv("LRUC_NUM_THREADS");
-  setThreads(threads ? std::atoi(threads)
-                     : int(std::thread::hardware_concurrency()));
 }
 
 /// Through lruc::cuda::Device (the driver, NVRTC and cuBLAS), the library's
