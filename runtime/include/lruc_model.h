@@ -87,7 +87,9 @@ typedef struct lruc_model {
   uint32_t abi_version; /* LRUC_ABI_VERSION */
   uint32_t struct_size; /* sizeof(lruc_model) when built */
   const char *name;     /* the model's name in its .lru file */
-  /* JSON with everything below and the model file's train settings. */
+  /* JSON with everything below, the model file's train settings and the
+     scratch memory a CPU call of each entry point takes ("workspace":
+     {"forward": {"per_example": P, "fixed": F}, ...}: P * batch + F bytes). */
   const char *manifest;
 
   uint64_t param_floats; /* the parameter block (and each AdamW moment) */

@@ -1433,6 +1433,26 @@ TEST(CpuThreads, ParallelForCoversEachIndexOnce) {
 // (else one part on the caller); each part sees one thread and runs its
 // regions alone; the first failing part's error and a part's exception
 // reach the caller.
+TEST(CpuWorkspace, ALeaseSaysWhyItCannotBeHad) {
+  std::string error;
+  {
+    lruc::cpu::WorkspaceLease lease;
+    ASSERT_TRUE(lease.take(1000, 64, 3, error)) << error;
+    ASSERT_NE(lease.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(lease.data()) % 64, 0u);
+    lease.data()[3063] = 1; // all 3064 bytes are there
+  }
+  lruc::cpu::WorkspaceLease negative;
+  EXPECT_FALSE(negative.take(1000, 64, -5, error));
+  EXPECT_EQ(error, "batch -5 is negative");
+  EXPECT_EQ(negative.data(), nullptr);
+  lruc::cpu::WorkspaceLease huge;
+  EXPECT_FALSE(huge.take(int64_t(1) << 40, 64, int64_t(1) << 30, error));
+  EXPECT_EQ(error, "batch 1073741824: the workspace would pass 2^63 bytes "
+                   "(1.0 TiB an example)");
+  EXPECT_EQ(huge.data(), nullptr);
+}
+
 TEST(CpuThreads, StreamPartsSplitWholeStreams) {
   ThreadCountGuard guard;
   constexpr int64_t kLeast = lruc::cpu::kLeastStreamsPerThread;

@@ -1,7 +1,7 @@
 //===- EvaluateTest.cpp - Which batch vector feeds which model input ------===//
 
-#include "lruc/host/Error.h"
 #include "lruc/host/Evaluate.h"
+#include "lruc/host/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -312,6 +312,23 @@ TEST(Evaluate, ClassWeightedBatchesWeighTheirLabelsWeights) {
   EXPECT_DOUBLE_EQ(lossWeight(tagger, 2, regression), 2.0);
   EXPECT_DOUBLE_EQ(meanOverBatches({0.6, 0.4}, {0.3, 0.2}), 2.0);
   EXPECT_DOUBLE_EQ(meanOverBatches({0.0, 0.0}, {0.0, 0.0}), 0.0);
+}
+
+TEST(Evaluate, BatchesSideBySideSayWhy) {
+  Manifest m = manifestWith({}, 10);
+  m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
+  std::string why;
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 16, uint64_t(35) << 20, why),
+            3);
+  EXPECT_EQ(why, "3 batches at a time, not 16: a batch of 10 takes 10.0 MiB "
+                 "of workspace and 35.0 MiB of memory is available");
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 3, uint64_t(35) << 20, why), 3);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 4, uint64_t(1) << 20, why), 1);
+  EXPECT_EQ(why.substr(0, 23), "1 batch at a time, not ");
+  // A function the manifest does not size: all threads.
+  EXPECT_EQ(batchesSideBySide(m, "step", 10, 16, uint64_t(0), why), 16);
+  EXPECT_EQ(why, "");
 }
 
 } // namespace

@@ -79,6 +79,7 @@ const char kManifest[] =
     R"( "shape": [10], "init": {"kind": "zeros"}}],)"
     R"("state": [{"name": "norm.running_mean", "group": "state", "offset": 0,)"
     R"( "shape": [1], "init": {"kind": "zeros"}}],)"
+    R"("workspace": {"forward": {"per_example": 3200, "fixed": 64}},)"
     R"("train": )" FAKE_TRAIN "}";
 
 int fail(char *error, size_t size, const char *message) {

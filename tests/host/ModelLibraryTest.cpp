@@ -97,6 +97,12 @@ TEST(ModelLibrary, ReadsTheManifest) {
   EXPECT_EQ(m.outputs[1].shape, (std::vector<int64_t>{-1, 10}));
   EXPECT_NE(m.findParam("head.bias"), nullptr);
   EXPECT_EQ(m.findParam("nope"), nullptr);
+  // What a call leases: per example times the batch, plus the fixed part;
+  // unknown for a function the manifest does not name.
+  EXPECT_EQ(m.workspaceBytes("forward", 10), std::optional<uint64_t>(32064));
+  EXPECT_EQ(m.workspaceBytes("forward", 0), std::optional<uint64_t>(64));
+  EXPECT_FALSE(m.workspaceBytes("train_step", 10));
+  EXPECT_FALSE(m.workspaceBytes("forward", -1));
 
   ASSERT_TRUE(m.train.has_value());
   const TrainSettings &t = *m.train;

@@ -176,8 +176,9 @@ public:
     function = func;
     os << "  // " << plan.slotOf.size() << " buffers in " << plan.offsets.size()
        << " slots of one workspace.\n";
-    os << "  const lruc::cpu::WorkspaceLease lease(" << plan.total.perExample
-       << " * B + " << plan.total.fixed << ");\n";
+    os << "  lruc::cpu::WorkspaceLease lease;\n  if (!lease.take("
+       << plan.total.perExample << ", " << plan.total.fixed
+       << ", B, error))\n    return false;\n";
     os << "  char *workspace = lease.data();\n";
     os << "  (void)workspace;\n";
     for (BlockArgument arg : func.getArguments()) {
@@ -1338,10 +1339,13 @@ llvm::json::Object tensorJson(StringRef name, Type type) {
       {"shape", std::move(shape)}};
 }
 
-/// The manifest: name, parameters, inputs, outputs, step mode and train
-/// settings.
+/// The manifest: name, parameters, inputs, outputs, step mode, train
+/// settings and the workspace each of `emitted` leases a call (its memory
+/// plan's bytes: per_example * batch + fixed), which a caller weighs before
+/// it runs calls side by side.
 std::string manifestJson(ModuleOp module, const Layout &layout,
-                         func::FuncOp forward, const StepLayout *step) {
+                         func::FuncOp forward, const StepLayout *step,
+                         ArrayRef<func::FuncOp> emitted) {
   auto params = [&](ArrayRef<ParamSlot> slots) {
     llvm::json::Array out;
     for (const ParamSlot &slot : slots) {
@@ -1412,6 +1416,12 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       for (float w : weights.asArrayRef())
         classWeights.push_back(double(w));
   });
+  llvm::json::Object workspace;
+  for (func::FuncOp func : emitted)
+    if (FailureOr<MemoryPlan> plan = readMemoryPlan(func); succeeded(plan))
+      workspace[func.getSymName()] =
+          llvm::json::Object{{"per_example", plan->total.perExample},
+                             {"fixed", plan->total.fixed}};
   llvm::json::Object manifest{
       {"abi_version", int64_t(LRUC_ABI_VERSION)},
       {"model", module->getAttrOfType<StringAttr>("lru.model")
@@ -1428,7 +1438,8 @@ std::string manifestJson(ModuleOp module, const Layout &layout,
       {"optimizer", std::move(optimizer)},
       {"step", std::move(stepJson)},
       {"step_unavailable", unavailable},
-      {"train", std::move(train)}};
+      {"train", std::move(train)},
+      {"workspace", std::move(workspace)}};
   if (!classWeights.empty())
     manifest["class_weights"] = std::move(classWeights);
   std::string s;
@@ -1765,6 +1776,9 @@ int guarded(char *error, size_t error_size, F &&body) {
     if (body(message))
       return 0;
     return fail(message, error, error_size);
+  } catch (const std::bad_alloc &) {
+    // The workspace says how much it asked for; this is any other block.
+    return fail("not enough memory", error, error_size);
   } catch (const std::exception &e) {
     return fail(std::string("internal error: ") + e.what(), error, error_size);
   }
@@ -1836,6 +1850,7 @@ LogicalResult emitCpp(ModuleOp module, LibrarySource &source,
           "#include \"lruc/cpu/Kernels.h\"\n\n"
           "#include <algorithm>\n#include <cmath>\n#include <complex>\n"
           "#include <cstdio>\n#include <cstring>\n#include <exception>\n"
+          "#include <new>\n"
           "#include <string>\n#include <vector>\n\n"
        << (options.profile ? "#include \"lruc_profile.h\"\n#include <atomic>\n"
                              "#include <chrono>\n\n"
@@ -1922,7 +1937,7 @@ void profileAdd(int op, std::chrono::steady_clock::time_point start,
   }
   os << "const char kManifest[] = R\"lruc_manifest("
      << manifestJson(module, layout, forward,
-                     stepLayout ? &*stepLayout : nullptr)
+                     stepLayout ? &*stepLayout : nullptr, emitted)
      << ")lruc_manifest\";\n\n";
 
   // Entry points: each runs through `guarded` (the prelude), so no

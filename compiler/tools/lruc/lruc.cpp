@@ -17,6 +17,7 @@
 #include "lruc/MLIRGen.h"
 #include "lruc/MemoryPlan.h"
 #include "lruc/Transforms/Passes.h"
+#include "lruc/core/Bytes.h"
 #include "lruc/frontend/Frontend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,6 +40,7 @@
 #include <sstream>
 
 namespace cl = llvm::cl;
+using lruc::core::formatBytes;
 
 namespace {
 
@@ -214,15 +216,6 @@ int writeOutput(llvm::StringRef text) {
     return fail("cannot write '" + outputPath +
                 "': " + llvm::toString(std::move(err)));
   return 0;
-}
-
-/// Bytes as "12.3 MiB".
-std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB"};
-  int unit = 0;
-  for (; bytes >= 1024 && unit < 3; ++unit)
-    bytes /= 1024;
-  return llvm::formatv("{0:F1} {1}", bytes, units[unit]).str();
 }
 
 /// `lruc --stats -o`: what each compiler process took, the longest first

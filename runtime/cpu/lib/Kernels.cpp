@@ -14,6 +14,7 @@
 
 #include "Bf16Products.h"
 
+#include "lruc/core/Bytes.h"
 #include "lruc/core/Random.h"
 
 #include <cblas.h>
@@ -1452,7 +1453,20 @@ char *allocateAligned(std::size_t bytes, std::size_t &size) {
 
 } // namespace
 
-WorkspaceLease::WorkspaceLease(std::size_t bytes) : data_(nullptr), size_(0) {
+bool WorkspaceLease::take(int64_t perExample, int64_t fixed, int64_t batch,
+                          std::string &error) {
+  if (batch < 0) {
+    error = "batch " + std::to_string(batch) + " is negative";
+    return false;
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(perExample, batch, &bytes) ||
+      __builtin_add_overflow(bytes, fixed, &bytes)) {
+    error = "batch " + std::to_string(batch) +
+            ": the workspace would pass 2^63 bytes (" +
+            core::formatBytes(double(perExample)) + " an example)";
+    return false;
+  }
   WorkspaceFreeList &list = workspaces();
   {
     std::lock_guard<std::mutex> lock(list.mutex);
@@ -1466,15 +1480,26 @@ WorkspaceLease::WorkspaceLease(std::size_t bytes) : data_(nullptr), size_(0) {
       list.blocks.erase(largest);
     }
   }
-  if (data_ && size_ >= bytes)
-    return;
+  if (data_ && size_ >= std::size_t(bytes))
+    return true;
   std::free(data_);
   data_ = nullptr;
   size_ = 0;
-  data_ = allocateAligned(bytes, size_);
+  try {
+    data_ = allocateAligned(std::size_t(bytes), size_);
+  } catch (const std::bad_alloc &) {
+    error = "not enough memory for the workspace of a batch of " +
+            std::to_string(batch) + ": " + core::formatBytes(double(bytes)) +
+            " (" + core::formatBytes(double(perExample)) +
+            " an example; a smaller batch needs less)";
+    return false;
+  }
+  return true;
 }
 
 WorkspaceLease::~WorkspaceLease() {
+  if (!data_)
+    return;
   WorkspaceFreeList &list = workspaces();
   std::lock_guard<std::mutex> lock(list.mutex);
   list.blocks.emplace_back(data_, size_);

@@ -2,12 +2,15 @@
 
 #include "lruc/host/Checkpoint.h"
 
+#include "lruc/core/Bytes.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <set>
 
 namespace lruc::host {
@@ -31,10 +34,20 @@ void checkSize(const std::vector<float> &block, uint64_t expected,
 
 Checkpoint Checkpoint::zeros(const Manifest &manifest) {
   Checkpoint c;
-  c.params.assign(manifest.paramFloats, 0.0f);
-  c.state.assign(manifest.stateFloats, 0.0f);
-  c.adamM.assign(manifest.paramFloats, 0.0f);
-  c.adamV.assign(manifest.paramFloats, 0.0f);
+  try {
+    c.params.assign(manifest.paramFloats, 0.0f);
+    c.state.assign(manifest.stateFloats, 0.0f);
+    c.adamM.assign(manifest.paramFloats, 0.0f);
+    c.adamV.assign(manifest.paramFloats, 0.0f);
+  } catch (const std::bad_alloc &) {
+    throw HostError(fmt::format(
+        "not enough memory for model '{}': its parameters, AdamW's two "
+        "moments and its running statistics take {}",
+        manifest.model,
+        core::formatBytes(
+            double(3 * manifest.paramFloats + manifest.stateFloats) *
+            sizeof(float))));
+  }
   return c;
 }
 

@@ -2,6 +2,8 @@
 
 #include "lruc/host/Evaluate.h"
 
+#include "lruc/core/Bytes.h"
+#include "lruc/host/Memory.h"
 #include "lruc/host/Safetensors.h"
 
 #include <fmt/format.h>
@@ -274,6 +276,22 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
         library.forward(count, params, state, inputs, outputs);
       },
       dataset, batch, threads);
+}
+
+int batchesSideBySide(const Manifest &manifest, std::string_view function,
+                      int64_t batch, int threads,
+                      std::optional<uint64_t> available, std::string &why) {
+  const std::optional<uint64_t> each = manifest.workspaceBytes(function, batch);
+  const int calls = callsThatFit(threads, each, available);
+  why.clear();
+  if (calls < threads)
+    why = fmt::format(
+        "{} batch{} at a time, not {}: a batch of {} takes {} of workspace and "
+        "{} of memory is available",
+        calls, calls == 1 ? "" : "es", threads, batch,
+        core::formatBytes(double(*each)),
+        core::formatBytes(double(*available)));
+  return calls;
 }
 
 void forEachBatch(

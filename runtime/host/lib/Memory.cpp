@@ -1,8 +1,15 @@
-//===- Memory.cpp - Allocator settings for the training loop --------------===//
+//===- Memory.cpp - The machine's memory and the allocator -------------===//
 
 #include "lruc/host/Memory.h"
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib> // defines __GLIBC__ where glibc is the C library
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -21,6 +28,109 @@ bool keepFreedMemoryForReuse() {
 #else
   return false;
 #endif
+}
+
+namespace {
+
+/// The whole of a small file (a /proc or /sys one), or "" when unreadable.
+std::string readSmallFile(const char *path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
+/// The number at the start of `text` (after blanks), if any.
+std::optional<uint64_t> leadingNumber(std::string_view text) {
+  text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
+  uint64_t value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data())
+    return std::nullopt;
+  return value;
+}
+
+/// The value of `key` ("MemAvailable:") in a /proc file of "Key: N kB"
+/// lines, in bytes.
+std::optional<uint64_t> kibibytesAt(std::string_view text,
+                                    std::string_view key) {
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.find('\n', at), text.size());
+    std::string_view line = text.substr(at, end - at);
+    if (line.substr(0, key.size()) == key)
+      if (auto kib = leadingNumber(line.substr(key.size())))
+        return *kib * 1024; // the kernel's "kB" are KiB
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<uint64_t> parseByteSize(std::string_view text) {
+  std::optional<uint64_t> number = leadingNumber(text);
+  if (!number)
+    return std::nullopt;
+  text.remove_prefix(
+      std::min(text.find_first_not_of(" \t0123456789"), text.size()));
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    const std::string_view units = "KMGT";
+    const size_t unit = units.find(
+        char(std::toupper(static_cast<unsigned char>(text.front()))));
+    if (unit == std::string_view::npos)
+      return std::nullopt;
+    scale = uint64_t(1) << (10 * (unit + 1));
+    text.remove_prefix(1);
+    auto upper = [](std::string_view t) {
+      std::string u(t);
+      for (char &c : u)
+        c = char(std::toupper(static_cast<unsigned char>(c)));
+      return u;
+    };
+    if (const std::string suffix = upper(text); suffix == "IB" || suffix == "B")
+      text = {};
+  }
+  if (!text.empty() || *number > UINT64_MAX / scale)
+    return std::nullopt;
+  return *number * scale;
+}
+
+std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
+                                            std::string_view cgroupMax,
+                                            std::string_view cgroupCurrent,
+                                            std::optional<uint64_t> userLimit) {
+  std::optional<uint64_t> available = kibibytesAt(meminfo, "MemAvailable:");
+  auto lower = [&](uint64_t bound) {
+    available = available ? std::min(*available, bound) : bound;
+  };
+  // A cgroup's cap ("max" when it has none) less what the group holds.
+  auto cap = leadingNumber(cgroupMax), used = leadingNumber(cgroupCurrent);
+  if (cap && used)
+    lower(*cap > *used ? *cap - *used : 0);
+  if (userLimit)
+    lower(*userLimit);
+  return available;
+}
+
+std::optional<uint64_t> availableMemoryBytes() {
+  std::optional<uint64_t> limit;
+  if (const char *text = std::getenv("LRUC_MEMORY_LIMIT"); text && *text)
+    limit = parseByteSize(text);
+  return availableMemoryFrom(readSmallFile("/proc/meminfo"),
+                             readSmallFile("/sys/fs/cgroup/memory.max"),
+                             readSmallFile("/sys/fs/cgroup/memory.current"),
+                             limit);
+}
+
+int callsThatFit(int wanted, std::optional<uint64_t> bytesEach,
+                 std::optional<uint64_t> available) {
+  wanted = std::max(wanted, 1);
+  if (!bytesEach || !available || *bytesEach == 0)
+    return wanted;
+  return int(
+      std::clamp<uint64_t>(*available / *bytesEach, 1, uint64_t(wanted)));
 }
 
 } // namespace lruc::host

@@ -43,6 +43,14 @@ const TensorInfo *Manifest::findInput(std::string_view name) const {
   return nullptr;
 }
 
+std::optional<uint64_t> Manifest::workspaceBytes(std::string_view function,
+                                                 int64_t batch) const {
+  auto it = workspace.find(function);
+  if (it == workspace.end() || batch < 0)
+    return std::nullopt;
+  return it->second.perExample * uint64_t(batch) + it->second.fixed;
+}
+
 const ParamInfo *Manifest::findParam(std::string_view name) const {
   for (const ParamInfo &param : params)
     if (param.name == name)
@@ -411,6 +419,10 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
                                          manifest.step->carryFloats, source);
     if (auto weights = doc.find("class_weights"); weights != doc.end())
       manifest.classWeights = weights->get<std::vector<float>>();
+    if (auto workspace = doc.find("workspace"); workspace != doc.end())
+      for (const auto &[function, size] : workspace->items())
+        manifest.workspace[function] = {size.at("per_example").get<uint64_t>(),
+                                        size.at("fixed").get<uint64_t>()};
     if (auto train = doc.find("train");
         train != doc.end() && train->is_object() && !train->empty())
       manifest.train = parseTrainSettings(train->dump(), source);

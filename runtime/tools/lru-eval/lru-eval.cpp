@@ -481,10 +481,22 @@ int evalMain(int argc, char **argv) {
     return 0;
   }
   // Batches in parallel, each on one thread (the library's kernel pool
-  // and OpenBLAS would otherwise add threads of their own).
+  // and OpenBLAS would otherwise add threads of their own), as many as
+  // their workspaces fit in memory.
   runCallsOnCallingThread(library);
+  const int64_t examples = std::max<int64_t>(int64_t(dataset.size()), 1);
+  const int64_t callBatch = std::min(batch, examples);
+  std::string why;
+  const int calls = batchesSideBySide(
+      m, "forward", callBatch,
+      int(std::min<int64_t>(threads, (examples + callBatch - 1) / callBatch)),
+      availableMemoryBytes(), why);
+  if (!why.empty())
+    std::fprintf(stderr,
+                 "%s: warning: %s (a smaller --batch runs more at once)\n",
+                 kTool, why.c_str());
   EvalResult r = evaluate(library, checkpoint.params.data(),
-                          checkpoint.state.data(), dataset, batch, threads);
+                          checkpoint.state.data(), dataset, batch, calls);
   printResult(what, checkpoint.step, r, confusion);
   return 0;
 }

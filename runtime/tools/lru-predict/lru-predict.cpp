@@ -358,12 +358,22 @@ int predictMain(int argc, char **argv) {
   } else {
     runCallsOnCallingThread(library);
   }
-  // One device: one batch at a time; no more threads than batches.
+  // One device: one batch at a time; on the CPU no more threads than
+  // batches, nor than their workspaces fit in memory.
   const int64_t batches = (examples.rows + batch - 1) / batch;
-  const int workers =
-      gpu ? 1
-          : int(std::min<int64_t>(tools::threadsOrAllCores(threadsFlag),
-                                  batches));
+  int workers = 1;
+  if (!gpu) {
+    std::string why;
+    workers = batchesSideBySide(
+        library.manifest(), stream ? "step" : "forward",
+        std::min(batch, examples.rows),
+        int(std::min<int64_t>(tools::threadsOrAllCores(threadsFlag), batches)),
+        availableMemoryBytes(), why);
+    if (!why.empty())
+      std::fprintf(stderr,
+                   "%s: warning: %s (a smaller --batch runs more at once)\n",
+                   kTool, why.c_str());
+  }
   Runner runner{library, checkpoint, gpu.get(), {}};
   runner.carries.resize(size_t(workers));
 

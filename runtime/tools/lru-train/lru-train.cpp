@@ -22,6 +22,7 @@
 
 #include "CommandLine.h"
 
+#include "lruc/core/Bytes.h"
 #include "lruc/data/Dataset.h"
 #include "lruc/host/Checkpoint.h"
 #include "lruc/host/DataOrder.h"
@@ -535,14 +536,16 @@ class Trainer {
 public:
   /// On the CPU, or on `gpu` when given (its kernels loaded, its memory
   /// reserved for the larger of the batch and the evaluation batch).
+  /// On the CPU a step's kernels take `threads` threads, an evaluation
+  /// `evalCalls` batches side by side.
   Trainer(const ModelLibrary &library, RunSettings settings, TaskData &data,
-          fs::path out, int threads, GpuModel *gpu)
+          fs::path out, int threads, int evalCalls, GpuModel *gpu)
       : library_(library), manifest_(library.manifest()),
         settings_(std::move(settings)), data_(data),
         train_(data.split(data::Split::Train)), out_(std::move(out)),
         lastPath_(out_ / "last.safetensors"),
         bestPath_(out_ / "best.safetensors"), threads_(threads),
-        kernelThreads_(library), gpu_(gpu),
+        evalCalls_(evalCalls), kernelThreads_(library), gpu_(gpu),
         current_(Checkpoint::zeros(manifest_)) {
     kernelThreads_.use(threads_);
   }
@@ -883,7 +886,7 @@ private:
     kernelThreads_.use(1); // batches in parallel instead
     EvalResult r =
         evaluate(library_, checkpoint.params.data(), checkpoint.state.data(),
-                 data_.split(split), settings_.evalBatch, threads_);
+                 data_.split(split), settings_.evalBatch, evalCalls_);
     kernelThreads_.use(threads_);
     return r;
   }
@@ -940,6 +943,7 @@ private:
   const data::Dataset &train_;
   const fs::path out_, lastPath_, bestPath_;
   const int threads_;
+  const int evalCalls_;
   KernelThreads kernelThreads_;
   GpuModel *gpu_; ///< null: the CPU
   std::vector<float> gradSums_; ///< accumulated steps on the CPU
@@ -1004,6 +1008,55 @@ ScoredValues requireScored(const data::Dataset &d, const std::string &what) {
       fmt::format("{}: no target is scored (every value of "
                   "\"targets\"{} is NaN)",
                   what, d.targetShape.size() == 2 ? " at a real step" : ""));
+}
+
+/// The CPU's memory for a run: a warning where the training blocks and a
+/// step's workspace (the manifest's) pass the memory available; returns how
+/// many of `threads` evaluation batches run side by side in what is left
+/// beside them (with a warning where that holds back the validation
+/// split's `valExamples`).
+int planCpuMemory(const Manifest &m, const RunSettings &s, int threads,
+                  size_t valExamples) {
+  const std::optional<uint64_t> available = availableMemoryBytes();
+  const bool accumulating = s.accumulate > 1;
+  const std::optional<uint64_t> step = m.workspaceBytes(
+      accumulating ? "accumulate_gradients" : "train_step", s.microBatch());
+  // Parameters, AdamW's two moments, the running statistics; when
+  // accumulating, the gradient sums too.
+  const uint64_t blocks =
+      (m.paramFloats * (accumulating ? 4 : 3) + m.stateFloats) * sizeof(float);
+  const uint64_t held = blocks + step.value_or(0);
+  const bool stepFits = !available || !step || held <= *available;
+  if (!stepFits)
+    std::fprintf(
+        stderr,
+        "%s: warning: a training step at batch %lld takes %s of workspace "
+        "beside %s of parameters and optimizer state, and %s of memory is "
+        "available: the step may fail, or the system may stop the run (a "
+        "smaller --batch, --accumulate N or a library compiled with `lruc "
+        "--recompute=states` takes less)\n",
+        kTool, (long long)s.microBatch(),
+        core::formatBytes(double(*step)).c_str(),
+        core::formatBytes(double(blocks)).c_str(),
+        core::formatBytes(double(*available)).c_str());
+  std::optional<uint64_t> left;
+  if (available)
+    left = *available > held ? *available - held : 0;
+  // The test split, read at the end, may be larger than validation's: its
+  // batches are the evaluation batch whole.
+  const int64_t evalBatch = std::max<int64_t>(s.evalBatch, 1);
+  std::string why;
+  const int calls =
+      batchesSideBySide(m, "forward", evalBatch, threads, left, why);
+  const int64_t valBatches = (int64_t(valExamples) + evalBatch - 1) / evalBatch;
+  // Not when validation has no more batches than run at once anyway, nor
+  // when the step's warning has said it all.
+  if (!why.empty() && calls < valBatches && stepFits)
+    std::fprintf(stderr,
+                 "%s: warning: evaluation runs %s beside the training step (a "
+                 "smaller --eval-batch runs more at once)\n",
+                 kTool, why.c_str());
+  return calls;
 }
 
 int trainMain(int argc, char **argv) {
@@ -1091,9 +1144,14 @@ int trainMain(int argc, char **argv) {
   planSteps(s, f, base, train.size(), stored ? &*stored : nullptr,
             lastPath.string());
 
-  // Device memory before anything is written: too little is an error.
+  // Device memory before anything is written: too little is an error. On
+  // the CPU, what a step and an evaluation's batches will take, weighed
+  // against what the machine has left.
+  int evalCalls = threads;
   if (gpu)
     gpu->reserve(std::max(s.microBatch(), s.evalBatch));
+  else
+    evalCalls = planCpuMemory(manifest, s, threads, val.size());
 
   removeStaleTemporaries(out);
 
@@ -1102,7 +1160,7 @@ int trainMain(int argc, char **argv) {
       f.devices.matmulOrFp32() == "bf16" ? ", bfloat16 products" : "");
   if (gpu)
     device = "gpu: " + gpu->deviceDescription();
-  Trainer trainer(library, s, data, out, threads, gpu.get());
+  Trainer trainer(library, s, data, out, threads, evalCalls, gpu.get());
   if (resumed)
     trainer.restore(std::move(*resumed));
   else if (initial)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <thread>
 
 namespace lruc::tools {
@@ -156,6 +157,10 @@ int runTool(const std::string &tool, int (*body)(int, char **), int argc,
     std::fprintf(stderr, "%s: error: %s\n(run `%s --help` for the options)\n",
                  tool.c_str(), e.what(), tool.c_str());
     return 2;
+  } catch (const std::bad_alloc &) {
+    // Where the memory is not one the tool names (a block, a workspace).
+    std::fprintf(stderr, "%s: error: not enough memory\n", tool.c_str());
+    return 1;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), e.what());
     return 1;

@@ -454,24 +454,30 @@ bool forStreamParts(int64_t batch, int64_t weightBytes, std::string &error,
       const_cast<void *>(static_cast<const void *>(&body)), error);
 }
 
-/// Scratch memory for one call of a generated function, at least `bytes`
-/// long and 64-byte aligned, lent from the library's free list and given
-/// back when the lease ends: concurrent calls get different memory, and a
-/// steady run allocates nothing after its first calls. The contents are
-/// undefined. Not thread_local: a dlclose'd library leaves no thread-local
-/// destructor behind to keep it mapped. Throws std::bad_alloc.
+/// Scratch memory for one call of a generated function, 64-byte aligned,
+/// lent from the library's free list and given back when the lease ends:
+/// concurrent calls get different memory, and a steady run allocates
+/// nothing after its first calls. The contents are undefined. Not
+/// thread_local: a dlclose'd library leaves no thread-local destructor
+/// behind to keep it mapped.
 class WorkspaceLease {
 public:
-  explicit WorkspaceLease(std::size_t bytes);
+  WorkspaceLease() = default;
   ~WorkspaceLease();
   WorkspaceLease(const WorkspaceLease &) = delete;
   WorkspaceLease &operator=(const WorkspaceLease &) = delete;
 
+  /// Takes `perExample * batch + fixed` bytes (the memory plan's size of a
+  /// function at `batch`). False, with the reason in `error`, where the
+  /// batch is negative, the size passes 2^63 bytes or there is not enough
+  /// memory for it: a message that says how much, never an exception.
+  bool take(int64_t perExample, int64_t fixed, int64_t batch,
+            std::string &error);
   char *data() const { return data_; }
 
 private:
-  char *data_;
-  std::size_t size_;
+  char *data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 /// The values of step mode that depend on parameters alone (the ops of

@@ -14,7 +14,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lruc::host {
@@ -35,6 +37,16 @@ std::vector<const void *> bindInputs(const Manifest &manifest,
 size_t outputElements(const TensorInfo &output, int64_t batch);
 /// Bytes of input `input` for a batch of `batch` (a batch of 1: a row's).
 size_t inputBytes(const TensorInfo &input, int64_t batch);
+
+/// How many of `threads` CPU calls of the library's `function` ("forward",
+/// "step") at `batch` run side by side, as evaluation and lru-predict run
+/// batches: as many as `available` bytes hold of the workspace each call
+/// leases (callsThatFit, lruc/host/Memory.h). Where that is fewer than
+/// `threads`, `why` says so ("3 batches at a time, not 16: ...", for a
+/// warning); else it is cleared.
+int batchesSideBySide(const Manifest &manifest, std::string_view function,
+                      int64_t batch, int threads,
+                      std::optional<uint64_t> available, std::string &why);
 
 /// Index of the largest of `count` values (the first on a tie); a NaN never
 /// wins, and all-NaN gives -1 (counted as wrong).

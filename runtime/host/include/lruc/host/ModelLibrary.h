@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,8 +117,18 @@ struct Manifest {
   /// A class-weighted cross entropy's weights, one a class (the mean over
   /// a batch is Σ w[label] loss / Σ w[label]); empty without them.
   std::vector<float> classWeights;
+  /// What a CPU call of each entry point ("forward", "train_step", "step",
+  /// ...) leases as its workspace: perExample * batch + fixed bytes (the
+  /// compiler's memory plan). Empty from a library that does not say.
+  struct Workspace {
+    uint64_t perExample = 0, fixed = 0;
+  };
+  std::map<std::string, Workspace, std::less<>> workspace;
 
   const TensorInfo *findInput(std::string_view name) const;
+  /// The workspace a CPU call of `function` at `batch` leases, if known.
+  std::optional<uint64_t> workspaceBytes(std::string_view function,
+                                         int64_t batch) const;
   const ParamInfo *findParam(std::string_view name) const;
 };
 
