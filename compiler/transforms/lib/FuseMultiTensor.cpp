@@ -95,7 +95,9 @@ bool isCopied(Operation *op) {
 
 /// `group` as a group per independent part (no value computed in the group
 /// or input read in full links it to another part), in the order of their
-/// first results; `group` alone when it is one part.
+/// first results; `group` alone when it is one part. Each part is built
+/// from its own ops (and the copied ones it reads), so splitting a group of
+/// every parameter's update costs its size once, not once a part.
 SmallVector<lru::FusedOp> splitIndependentParts(lru::FusedOp group) {
   Block &body = group.getBody().front();
   llvm::EquivalenceClasses<Operation *> parts;
@@ -124,14 +126,61 @@ SmallVector<lru::FusedOp> splitIndependentParts(lru::FusedOp group) {
   }
   if (resultsOf.size() < 2)
     return {group};
-  // Each part: a copy of the group that keeps its results alone.
+  // Each part's ops in body order, a copied op in every part that reads it.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> opsOf;
+  for (Operation &op : body.without_terminator()) {
+    if (isCopied(&op)) {
+      llvm::SmallSetVector<Operation *, 4> readers;
+      for (Operation *user : op.getUsers())
+        readers.insert(parts.getLeaderValue(user));
+      for (Operation *leader : readers)
+        opsOf[leader].push_back(&op);
+      continue;
+    }
+    opsOf[parts.getLeaderValue(&op)].push_back(&op);
+  }
+  // Each part: a group of the inputs its ops read (in the group's order),
+  // its ops and its results alone.
   SmallVector<lru::FusedOp> split;
   OpBuilder builder(group);
+  Operation *yield = body.getTerminator();
   for (auto &[leader, results] : resultsOf) {
-    auto copy = cast<lru::FusedOp>(builder.clone(*group));
+    ArrayRef<Operation *> ops = opsOf[leader];
+    llvm::SmallSetVector<unsigned, 8> read;
+    for (Operation *op : ops)
+      for (Value operand : op->getOperands())
+        if (auto argument = dyn_cast<BlockArgument>(operand))
+          read.insert(argument.getArgNumber());
+    SmallVector<unsigned> arguments(read.begin(), read.end());
+    llvm::sort(arguments);
+    SmallVector<Value> operands;
+    SmallVector<Type> argumentTypes, resultTypes;
+    SmallVector<Location> argumentLocs;
+    for (unsigned index : arguments) {
+      operands.push_back(group->getOperand(index));
+      argumentTypes.push_back(body.getArgument(index).getType());
+      argumentLocs.push_back(body.getArgument(index).getLoc());
+    }
     for (unsigned index : results)
-      group->getResult(index).replaceAllUsesWith(copy->getResult(index));
-    lru::FusedOp part = lruc::group::dropUnreadResults(copy);
+      resultTypes.push_back(group->getResult(index).getType());
+    auto part =
+        builder.create<lru::FusedOp>(group.getLoc(), resultTypes, operands);
+    part->setAttrs(group->getAttrs());
+    OpBuilder inside = OpBuilder::atBlockBegin(
+        builder.createBlock(&part.getBody(), {}, argumentTypes, argumentLocs));
+    builder.setInsertionPoint(group);
+    IRMapping mapping;
+    for (auto [newIndex, index] : llvm::enumerate(arguments))
+      mapping.map(body.getArgument(index),
+                  part.getBody().front().getArgument(newIndex));
+    for (Operation *op : ops)
+      inside.clone(*op, mapping);
+    SmallVector<Value> yielded;
+    for (unsigned index : results)
+      yielded.push_back(mapping.lookup(yield->getOperand(index)));
+    inside.clone(*yield, mapping)->setOperands(yielded);
+    for (auto [newIndex, index] : llvm::enumerate(results))
+      group->getResult(index).replaceAllUsesWith(part->getResult(newIndex));
     lruc::group::takeShapesFromLoadedInputs(part);
     split.push_back(part);
   }
