@@ -253,9 +253,10 @@ bool compileJobs(unsigned &jobs, std::string &error) {
 
 } // namespace
 
-bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
-                    const HostCompiler &compiler, std::string &error,
-                    LibraryBuild *build) {
+bool compileLibrary(
+    const LibrarySource &source, const std::string &outputPath,
+    const HostCompiler &compiler, std::string &error, LibraryBuild *build,
+    const std::function<void(size_t done, size_t total)> &progress) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point buildStart = Clock::now();
   unsigned jobs = 1;
@@ -383,7 +384,13 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
   std::vector<Job *> running;
   const Job *failure = nullptr;
   std::string why;
-  size_t next = 0;
+  size_t next = 0, finished = 0;
+  const size_t steps = compiles.size() + 1; // the link last
+  auto tell = [&] {
+    if (progress)
+      progress(finished, steps);
+  };
+  tell();
   while (!running.empty() || (!failure && next < order.size())) {
     if (!failure && next < order.size() && running.size() < jobs) {
       Job &job = compiles[order[next++]];
@@ -411,6 +418,8 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
     }
     record(**done);
     running.erase(done);
+    ++finished;
+    tell();
   }
   if (!failure) {
     std::string linkError;
@@ -422,6 +431,8 @@ bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
       why = linkError;
     }
     record(link);
+    ++finished;
+    tell();
   }
   std::error_code renamed;
   if (!failure)

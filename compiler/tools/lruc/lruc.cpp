@@ -31,6 +31,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -421,11 +422,28 @@ int main(int argc, char **argv) {
     return writeOutput(text);
   std::string error;
   lruc::LibraryBuild build;
-  if (!lruc::compileLibrary(
-          librarySource, outputPath,
-          lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
-                                             : lruc::CpuTarget::Native),
-          error, &build))
+  // On a terminal, a line that says how far the build is (a deep model's
+  // library takes minutes on a few cores), gone when it ends.
+  const bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
+  auto showProgress = [&](size_t done, size_t total) {
+    if (done >= total)
+      return;
+    llvm::errs() << "\r\033[Klruc: building " << outputPath << ": ";
+    if (done + 1 < total)
+      llvm::errs() << done << "/" << total - 1 << " units compiled";
+    else
+      llvm::errs() << "linking";
+    llvm::errs().flush();
+  };
+  const bool built = lruc::compileLibrary(
+      librarySource, outputPath,
+      lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
+                                         : lruc::CpuTarget::Native),
+      error, &build,
+      terminal ? std::function<void(size_t, size_t)>(showProgress) : nullptr);
+  if (terminal)
+    llvm::errs() << "\r\033[K";
+  if (!built)
     return fail(error);
   if (printStats)
     printBuildStats(build, llvm::errs());

@@ -16,6 +16,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -212,10 +213,14 @@ struct LibraryBuild {
 /// temporary file and renamed into place. On failure, returns false with a
 /// message in `error` naming the kept source file and the compiler output.
 /// The runtime headers and archives are those of lruc's build tree.
-/// `build`, if given, gets what each step took.
-bool compileLibrary(const LibrarySource &source, const std::string &outputPath,
-                    const HostCompiler &compiler, std::string &error,
-                    LibraryBuild *build = nullptr);
+/// `build`, if given, gets what each step took; `progress`, if given, is
+/// told the steps done of all (each unit, then the link) as each starts
+/// and ends.
+bool compileLibrary(
+    const LibrarySource &source, const std::string &outputPath,
+    const HostCompiler &compiler, std::string &error,
+    LibraryBuild *build = nullptr,
+    const std::function<void(size_t done, size_t total)> &progress = nullptr);
 
 } // namespace lruc
 
