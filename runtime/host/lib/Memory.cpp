@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include <sys/resource.h>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -97,10 +99,21 @@ std::optional<uint64_t> parseByteSize(std::string_view text) {
   return *number * scale;
 }
 
+std::optional<uint64_t>
+addressSpaceLeftFrom(std::string_view processStatus,
+                     std::optional<uint64_t> addressSpaceCap) {
+  if (!addressSpaceCap)
+    return std::nullopt;
+  std::optional<uint64_t> mapped = kibibytesAt(processStatus, "VmSize:");
+  if (!mapped)
+    return addressSpaceCap;
+  return *addressSpaceCap > *mapped ? *addressSpaceCap - *mapped : 0;
+}
+
 std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
                                             std::string_view cgroupMax,
                                             std::string_view cgroupCurrent,
-                                            std::optional<uint64_t> userLimit) {
+                                            std::optional<uint64_t> limit) {
   std::optional<uint64_t> available = kibibytesAt(meminfo, "MemAvailable:");
   auto lower = [&](uint64_t bound) {
     available = available ? std::min(*available, bound) : bound;
@@ -109,8 +122,8 @@ std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
   auto cap = leadingNumber(cgroupMax), used = leadingNumber(cgroupCurrent);
   if (cap && used)
     lower(*cap > *used ? *cap - *used : 0);
-  if (userLimit)
-    lower(*userLimit);
+  if (limit)
+    lower(*limit);
   return available;
 }
 
@@ -118,6 +131,15 @@ std::optional<uint64_t> availableMemoryBytes() {
   std::optional<uint64_t> limit;
   if (const char *text = std::getenv("LRUC_MEMORY_LIMIT"); text && *text)
     limit = parseByteSize(text);
+  // An address-space cap (`ulimit -v`) fails any mapping past it, however
+  // much memory the machine has free.
+  std::optional<uint64_t> addressSpaceCap;
+  if (rlimit cap;
+      getrlimit(RLIMIT_AS, &cap) == 0 && cap.rlim_cur != RLIM_INFINITY)
+    addressSpaceCap = uint64_t(cap.rlim_cur);
+  if (std::optional<uint64_t> left = addressSpaceLeftFrom(
+          readSmallFile("/proc/self/status"), addressSpaceCap))
+    limit = limit ? std::min(*limit, *left) : *left;
   return availableMemoryFrom(readSmallFile("/proc/meminfo"),
                              readSmallFile("/sys/fs/cgroup/memory.max"),
                              readSmallFile("/sys/fs/cgroup/memory.current"),
