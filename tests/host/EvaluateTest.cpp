@@ -331,4 +331,27 @@ TEST(Evaluate, BatchesSideBySideSayWhy) {
   EXPECT_EQ(why, "");
 }
 
+TEST(Evaluate, BatchesSideBySideOverTheExamples) {
+  Manifest m = manifestWith({}, 10);
+  m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
+  std::string why;
+  // 25 examples in batches of 10: three batches, never more calls.
+  EXPECT_EQ(batchesSideBySideOver(25, m, "forward", 10, 16, std::nullopt, why),
+            3);
+  EXPECT_EQ(why, "");
+  // Fewer examples than a batch: the call's batch is the examples'.
+  EXPECT_EQ(
+      batchesSideBySideOver(4, m, "forward", 10, 16, uint64_t(8) << 20, why),
+      1);
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(
+      batchesSideBySideOver(40, m, "forward", 4, 16, uint64_t(8) << 20, why),
+      2);
+  EXPECT_EQ(why, "2 batches at a time, not 10: a batch of 4 takes 4.0 MiB "
+                 "of workspace and 8.0 MiB of memory is available");
+  // No examples: one call at most, of a batch of 1.
+  EXPECT_EQ(batchesSideBySideOver(0, m, "forward", 10, 16, std::nullopt, why),
+            1);
+}
+
 } // namespace

@@ -294,6 +294,17 @@ int batchesSideBySide(const Manifest &manifest, std::string_view function,
   return calls;
 }
 
+int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
+                          std::string_view function, int64_t batch, int threads,
+                          std::optional<uint64_t> available, std::string &why) {
+  examples = std::max<int64_t>(examples, 1);
+  const int64_t callBatch = std::clamp<int64_t>(batch, 1, examples);
+  const int64_t batches = (examples + callBatch - 1) / callBatch;
+  return batchesSideBySide(manifest, function, callBatch,
+                           int(std::min<int64_t>(threads, batches)), available,
+                           why);
+}
+
 void forEachBatch(
     size_t examples, int64_t batch, int threads,
     const std::function<void(size_t begin, size_t end, int worker)> &work) {

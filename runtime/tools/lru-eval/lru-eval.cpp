@@ -484,13 +484,10 @@ int evalMain(int argc, char **argv) {
   // and OpenBLAS would otherwise add threads of their own), as many as
   // their workspaces fit in memory.
   runCallsOnCallingThread(library);
-  const int64_t examples = std::max<int64_t>(int64_t(dataset.size()), 1);
-  const int64_t callBatch = std::min(batch, examples);
   std::string why;
-  const int calls = batchesSideBySide(
-      m, "forward", callBatch,
-      int(std::min<int64_t>(threads, (examples + callBatch - 1) / callBatch)),
-      availableMemoryBytes(), why);
+  const int calls =
+      batchesSideBySideOver(int64_t(dataset.size()), m, "forward", batch,
+                            threads, availableMemoryBytes(), why);
   if (!why.empty())
     std::fprintf(stderr,
                  "%s: warning: %s (a smaller --batch runs more at once)\n",

@@ -360,15 +360,12 @@ int predictMain(int argc, char **argv) {
   }
   // One device: one batch at a time; on the CPU no more threads than
   // batches, nor than their workspaces fit in memory.
-  const int64_t batches = (examples.rows + batch - 1) / batch;
   int workers = 1;
   if (!gpu) {
     std::string why;
-    workers = batchesSideBySide(
-        library.manifest(), stream ? "step" : "forward",
-        std::min(batch, examples.rows),
-        int(std::min<int64_t>(tools::threadsOrAllCores(threadsFlag), batches)),
-        availableMemoryBytes(), why);
+    workers = batchesSideBySideOver(
+        examples.rows, library.manifest(), stream ? "step" : "forward", batch,
+        tools::threadsOrAllCores(threadsFlag), availableMemoryBytes(), why);
     if (!why.empty())
       std::fprintf(stderr,
                    "%s: warning: %s (a smaller --batch runs more at once)\n",

@@ -48,6 +48,13 @@ int batchesSideBySide(const Manifest &manifest, std::string_view function,
                       int64_t batch, int threads,
                       std::optional<uint64_t> available, std::string &why);
 
+/// batchesSideBySide for `examples` run in batches of `batch`, as lru-eval
+/// and lru-predict run them: a call's batch is the smaller of the two, and
+/// no more calls run than there are batches.
+int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
+                          std::string_view function, int64_t batch, int threads,
+                          std::optional<uint64_t> available, std::string &why);
+
 /// Index of the largest of `count` values (the first on a tie); a NaN never
 /// wins, and all-NaN gives -1 (counted as wrong).
 int64_t argmax(const float *values, int64_t count);
