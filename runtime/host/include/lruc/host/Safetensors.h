@@ -93,11 +93,8 @@ private:
 std::string encodeSafetensors(const std::vector<TensorToWrite> &tensors,
                               const Metadata &metadata);
 
-/// Writes `bytes` to `path` atomically: to `PATH.tmp-XXXXXX` in the same
-/// directory, fsync'ed, then renamed over `path` (and the directory
-/// fsync'ed), so that `path` always holds either the old file or the whole
-/// new one, even if the process is killed mid-write or the machine loses
-/// power. Throws HostError naming the file.
+/// core::writeFileAtomically (`path` holds the old file or the whole new
+/// one, whatever happens mid-write), throwing HostError naming the file.
 void writeFileAtomically(const std::filesystem::path &path,
                          std::string_view bytes);
 
