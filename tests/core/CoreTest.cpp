@@ -5,10 +5,12 @@
 // fraction and are pure functions of their coordinates; each init kind has
 // the distribution docs/dialect.md gives it. Statistical bounds are about
 // six standard deviations wide, and the draws are deterministic, so these
-// tests never flake.
+// tests never flake. Last, the room under an address-space cap as read
+// from /proc's texts.
 //
 //===----------------------------------------------------------------------===//
 
+#include "lruc/core/AddressSpace.h"
 #include "lruc/core/Init.h"
 #include "lruc/core/Random.h"
 
@@ -309,6 +311,31 @@ TEST(Init, SetErrors) {
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->param, "w");
   EXPECT_EQ(error->message, "is declared twice");
+}
+
+TEST(AddressSpace, LeftUnderACap) {
+  const char *status = "Name:\tlru-train\nVmPeak:\t  900000 kB\n"
+                       "VmSize:\t  800000 kB\n";
+  EXPECT_FALSE(lruc::core::addressSpaceLeftFrom(status, std::nullopt));
+  EXPECT_EQ(lruc::core::addressSpaceLeftFrom(status, uint64_t(1000000) * 1024),
+            std::optional<uint64_t>(200000ull * 1024));
+  EXPECT_EQ(lruc::core::addressSpaceLeftFrom(status, uint64_t(1024)),
+            std::optional<uint64_t>(0));
+  EXPECT_EQ(lruc::core::addressSpaceLeftFrom("", uint64_t(5000)),
+            std::optional<uint64_t>(5000));
+}
+
+TEST(AddressSpace, ProcFileBytes) {
+  const char *meminfo = "MemTotal:       24000000 kB\n"
+                        "MemAvailable:   22000000 kB\n";
+  EXPECT_EQ(lruc::core::procBytesAt(meminfo, "MemAvailable:"),
+            std::optional<uint64_t>(22000000ull * 1024));
+  EXPECT_FALSE(lruc::core::procBytesAt(meminfo, "MemFree:"));
+  EXPECT_FALSE(lruc::core::procBytesAt("MemFree: lots\n", "MemFree:"));
+  // This process: no cap unless the test runs under one.
+  EXPECT_TRUE(lruc::core::procBytesAt(
+                  lruc::core::readSmallFile("/proc/self/status"), "VmSize:")
+                  .has_value());
 }
 
 } // namespace

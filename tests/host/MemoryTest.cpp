@@ -34,18 +34,6 @@ TEST(Memory, AvailableFromTheKernelsTexts) {
   EXPECT_GT(*here, 0u);
 }
 
-TEST(Memory, AddressSpaceLeftUnderACap) {
-  const char *status = "Name:\tlru-train\nVmPeak:\t  900000 kB\n"
-                       "VmSize:\t  800000 kB\n";
-  EXPECT_FALSE(addressSpaceLeftFrom(status, std::nullopt));
-  EXPECT_EQ(addressSpaceLeftFrom(status, uint64_t(1000000) * 1024),
-            std::optional<uint64_t>(200000ull * 1024));
-  EXPECT_EQ(addressSpaceLeftFrom(status, uint64_t(1024)),
-            std::optional<uint64_t>(0));
-  EXPECT_EQ(addressSpaceLeftFrom("", uint64_t(5000)),
-            std::optional<uint64_t>(5000));
-}
-
 TEST(Memory, ByteSizes) {
   EXPECT_EQ(parseByteSize("1073741824"), std::optional<uint64_t>(1ull << 30));
   EXPECT_EQ(parseByteSize("8G"), std::optional<uint64_t>(8ull << 30));

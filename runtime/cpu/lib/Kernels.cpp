@@ -13,7 +13,9 @@
 #include "lruc/cpu/Kernels.h"
 
 #include "Bf16Products.h"
+#include "BlasBuffers.h"
 
+#include "lruc/core/AddressSpace.h"
 #include "lruc/core/Bytes.h"
 #include "lruc/core/Random.h"
 
@@ -448,6 +450,43 @@ namespace {
 
 std::atomic<FewRowProducts> fewRowProducts{FewRowProducts::Automatic};
 
+/// Under an address-space cap (BlasBuffers.h): the BLAS calls running now,
+/// the most that have run at once (the buffers OpenBLAS has mapped) and the
+/// workspace leases held (calls of generated functions running). Trivially
+/// destructible, so a dlclose'd library leaves nothing behind.
+struct BlasAccounting {
+  const bool capped = core::addressSpaceLeft().has_value();
+  std::atomic<int> running{0}, most{0}, leases{0};
+};
+
+BlasAccounting &blasAccounting() {
+  static BlasAccounting accounting;
+  return accounting;
+}
+
+/// Counts this thread's BLAS calls as running while it lives (under a cap
+/// only: the count's cache line would cost step mode's tokens).
+class BlasCalls {
+public:
+  BlasCalls() : accounting_(blasAccounting()) {
+    if (!accounting_.capped)
+      return;
+    const int now = accounting_.running.fetch_add(1) + 1;
+    int most = accounting_.most.load();
+    while (now > most && !accounting_.most.compare_exchange_weak(most, now)) {
+    }
+  }
+  ~BlasCalls() {
+    if (accounting_.capped)
+      accounting_.running.fetch_sub(1);
+  }
+  BlasCalls(const BlasCalls &) = delete;
+  BlasCalls &operator=(const BlasCalls &) = delete;
+
+private:
+  BlasAccounting &accounting_;
+};
+
 /// Whether OpenBLAS runs its AVX-512 kernels, which multiply small products
 /// directly. Its AVX2 kernels pack B on every call: small calls run at ~38
 /// GFLOP/s whatever the rows, below sgemv per row (42-50) and, from 8 rows,
@@ -758,6 +797,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     // and run at 1.2 to 2 times the rate of one call for all the rows or
     // of sgemv per row (one row: sgemv is faster). Row chunks inner, so
     // that each block of B is read from memory once and then from L2.
+    BlasCalls running;
     constexpr int64_t kChunkRows = 4, kChunkWork = int64_t(1) << 17;
     int64_t block =
         std::max<int64_t>(16, kChunkWork / (kChunkRows * k) / 16 * 16);
@@ -780,6 +820,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     // From 7 rows on the packing pays (step mode on a 2-core AMD EPYC,
     // OpenBLAS's AVX2 kernels: ListOps and sCIFAR at batch 8 1.15-1.26
     // times faster with sgemm, at batch 5 and 6 1.3 times slower).
+    BlasCalls running;
     int64_t block = std::max<int64_t>(16, (int64_t(1) << 15) / k);
     for (int64_t b0 = n0; b0 < n1; b0 += block) {
       int64_t b1 = std::min(n1, b0 + block);
@@ -804,6 +845,7 @@ void gemmPart(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       detail::bf16Product(transA, transB, m1 - m0, n1 - n0, k, rows, lda,
                           columns, ldb, c + m0 * n + n0, n))
     return;
+  BlasCalls running;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, blasint(m1 - m0),
               blasint(n1 - n0), blasint(k), 1.0f, rows, lda, columns, ldb,
@@ -1451,6 +1493,37 @@ char *allocateAligned(std::size_t bytes, std::size_t &size) {
   return data;
 }
 
+/// Whether this thread's leases have found room for OpenBLAS's buffers
+/// since their last fresh block (a trivial thread_local).
+thread_local bool blasRoomChecked = false;
+
+/// Under an address-space cap, whether the room left holds the buffers
+/// OpenBLAS may still map for the calls running (BlasBuffers.h: without
+/// them it would wait forever); else says so.
+bool blasBuffersFit(int64_t batch, int64_t bytes, std::string &error) {
+  BlasAccounting &accounting = blasAccounting();
+  if (!accounting.capped)
+    return true;
+  const int atOnce = accounting.leases.load() * detail::blasCallsAtOnce();
+  const int more = atOnce - accounting.most.load();
+  if (more <= 0)
+    return true;
+  const std::optional<uint64_t> left = core::addressSpaceLeft();
+  if (!left || *left >= uint64_t(more) * detail::kBlasBufferBytes)
+    return true;
+  error = "not enough memory under the address-space limit (ulimit -v): "
+          "beside the workspace of a batch of " +
+          std::to_string(batch) + " (" + core::formatBytes(double(bytes)) +
+          ") it leaves " + core::formatBytes(double(*left)) +
+          ", and OpenBLAS's buffers need " +
+          core::formatBytes(double(more * detail::kBlasBufferBytes)) +
+          " more (" + core::formatBytes(double(detail::kBlasBufferBytes)) +
+          " for each of up to " + std::to_string(atOnce) +
+          (atOnce == 1 ? " call" : " calls") +
+          " at once); fewer threads, a smaller batch or a higher limit";
+  return false;
+}
+
 } // namespace
 
 bool WorkspaceLease::take(int64_t perExample, int64_t fixed, int64_t batch,
@@ -1480,19 +1553,28 @@ bool WorkspaceLease::take(int64_t perExample, int64_t fixed, int64_t batch,
       list.blocks.erase(largest);
     }
   }
-  if (data_ && size_ >= std::size_t(bytes))
-    return true;
-  std::free(data_);
-  data_ = nullptr;
-  size_ = 0;
-  try {
-    data_ = allocateAligned(std::size_t(bytes), size_);
-  } catch (const std::bad_alloc &) {
-    error = "not enough memory for the workspace of a batch of " +
-            std::to_string(batch) + ": " + core::formatBytes(double(bytes)) +
-            " (" + core::formatBytes(double(perExample)) +
-            " an example; a smaller batch needs less)";
-    return false;
+  if (!data_ || size_ < std::size_t(bytes)) {
+    std::free(data_);
+    data_ = nullptr;
+    size_ = 0;
+    try {
+      data_ = allocateAligned(std::size_t(bytes), size_);
+    } catch (const std::bad_alloc &) {
+      error = "not enough memory for the workspace of a batch of " +
+              std::to_string(batch) + ": " + core::formatBytes(double(bytes)) +
+              " (" + core::formatBytes(double(perExample)) +
+              " an example; a smaller batch needs less)";
+      return false;
+    }
+    blasRoomChecked = false; // the block took address space
+  }
+  if (blasAccounting().capped)
+    blasAccounting().leases.fetch_add(1); // until the lease ends
+  // Reading /proc on every call would cost step mode's tokens.
+  if (!blasRoomChecked) {
+    if (!blasBuffersFit(batch, bytes, error))
+      return false;
+    blasRoomChecked = true;
   }
   return true;
 }
@@ -1500,6 +1582,8 @@ bool WorkspaceLease::take(int64_t perExample, int64_t fixed, int64_t batch,
 WorkspaceLease::~WorkspaceLease() {
   if (!data_)
     return;
+  if (blasAccounting().capped)
+    blasAccounting().leases.fetch_sub(1);
   WorkspaceFreeList &list = workspaces();
   std::lock_guard<std::mutex> lock(list.mutex);
   list.blocks.emplace_back(data_, size_);

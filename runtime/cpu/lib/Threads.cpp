@@ -23,6 +23,8 @@
 
 #include "lruc/cpu/Kernels.h"
 
+#include "BlasBuffers.h"
+
 #include <cblas.h>
 #include <sched.h>
 
@@ -291,6 +293,13 @@ ThreadPool &thePool() {
 } // namespace
 
 int threadCount() { return inPart ? 1 : thePool().size(); }
+
+int detail::blasCallsAtOnce() {
+  if (inPart)
+    return 1;
+  const int threads = thePool().size();
+  return threads > 1 ? threads : std::max(1, openblas_get_num_threads());
+}
 
 void setThreadCount(int threads) {
   std::lock_guard<std::mutex> lock(poolMutex);

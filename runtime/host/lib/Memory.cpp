@@ -2,16 +2,14 @@
 
 #include "lruc/host/Memory.h"
 
+#include "lruc/core/AddressSpace.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib> // defines __GLIBC__ where glibc is the C library
-#include <fstream>
-#include <sstream>
 #include <string>
-
-#include <sys/resource.h>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -34,14 +32,6 @@ bool keepFreedMemoryForReuse() {
 
 namespace {
 
-/// The whole of a small file (a /proc or /sys one), or "" when unreadable.
-std::string readSmallFile(const char *path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return in ? text.str() : std::string();
-}
-
 /// The number at the start of `text` (after blanks), if any.
 std::optional<uint64_t> leadingNumber(std::string_view text) {
   text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
@@ -51,21 +41,6 @@ std::optional<uint64_t> leadingNumber(std::string_view text) {
   if (ec != std::errc() || end == text.data())
     return std::nullopt;
   return value;
-}
-
-/// The value of `key` ("MemAvailable:") in a /proc file of "Key: N kB"
-/// lines, in bytes.
-std::optional<uint64_t> kibibytesAt(std::string_view text,
-                                    std::string_view key) {
-  for (size_t at = 0; at < text.size();) {
-    size_t end = std::min(text.find('\n', at), text.size());
-    std::string_view line = text.substr(at, end - at);
-    if (line.substr(0, key.size()) == key)
-      if (auto kib = leadingNumber(line.substr(key.size())))
-        return *kib * 1024; // the kernel's "kB" are KiB
-    at = end + 1;
-  }
-  return std::nullopt;
 }
 
 } // namespace
@@ -99,22 +74,12 @@ std::optional<uint64_t> parseByteSize(std::string_view text) {
   return *number * scale;
 }
 
-std::optional<uint64_t>
-addressSpaceLeftFrom(std::string_view processStatus,
-                     std::optional<uint64_t> addressSpaceCap) {
-  if (!addressSpaceCap)
-    return std::nullopt;
-  std::optional<uint64_t> mapped = kibibytesAt(processStatus, "VmSize:");
-  if (!mapped)
-    return addressSpaceCap;
-  return *addressSpaceCap > *mapped ? *addressSpaceCap - *mapped : 0;
-}
-
 std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
                                             std::string_view cgroupMax,
                                             std::string_view cgroupCurrent,
                                             std::optional<uint64_t> limit) {
-  std::optional<uint64_t> available = kibibytesAt(meminfo, "MemAvailable:");
+  std::optional<uint64_t> available =
+      core::procBytesAt(meminfo, "MemAvailable:");
   auto lower = [&](uint64_t bound) {
     available = available ? std::min(*available, bound) : bound;
   };
@@ -131,19 +96,12 @@ std::optional<uint64_t> availableMemoryBytes() {
   std::optional<uint64_t> limit;
   if (const char *text = std::getenv("LRUC_MEMORY_LIMIT"); text && *text)
     limit = parseByteSize(text);
-  // An address-space cap (`ulimit -v`) fails any mapping past it, however
-  // much memory the machine has free.
-  std::optional<uint64_t> addressSpaceCap;
-  if (rlimit cap;
-      getrlimit(RLIMIT_AS, &cap) == 0 && cap.rlim_cur != RLIM_INFINITY)
-    addressSpaceCap = uint64_t(cap.rlim_cur);
-  if (std::optional<uint64_t> left = addressSpaceLeftFrom(
-          readSmallFile("/proc/self/status"), addressSpaceCap))
+  if (std::optional<uint64_t> left = core::addressSpaceLeft())
     limit = limit ? std::min(*limit, *left) : *left;
-  return availableMemoryFrom(readSmallFile("/proc/meminfo"),
-                             readSmallFile("/sys/fs/cgroup/memory.max"),
-                             readSmallFile("/sys/fs/cgroup/memory.current"),
-                             limit);
+  return availableMemoryFrom(
+      core::readSmallFile("/proc/meminfo"),
+      core::readSmallFile("/sys/fs/cgroup/memory.max"),
+      core::readSmallFile("/sys/fs/cgroup/memory.current"), limit);
 }
 
 int callsThatFit(int wanted, std::optional<uint64_t> bytesEach,

@@ -28,7 +28,7 @@ bool keepFreedMemoryForReuse();
 
 /// Bytes this process may plan to take: /proc/meminfo's MemAvailable, or
 /// less where its cgroup (v2) caps it (memory.max less memory.current), its
-/// address space is capped (`ulimit -v`: the cap less what is mapped) or
+/// address space is capped (`ulimit -v`: core::addressSpaceLeft) or
 /// the user caps it (LRUC_MEMORY_LIMIT: "8G", "512M", "1073741824"; an
 /// unreadable value is ignored); nullopt where none of them is known.
 std::optional<uint64_t> availableMemoryBytes();
@@ -40,12 +40,6 @@ std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
                                             std::string_view cgroupMax,
                                             std::string_view cgroupCurrent,
                                             std::optional<uint64_t> limit);
-
-/// Room under an address-space cap (RLIMIT_AS; nullopt: none): the cap
-/// less /proc/self/status's VmSize, or the whole cap where that is unknown.
-std::optional<uint64_t>
-addressSpaceLeftFrom(std::string_view processStatus,
-                     std::optional<uint64_t> addressSpaceCap);
 
 /// A size as LRUC_MEMORY_LIMIT takes it: a whole number of bytes, or with
 /// K, M, G or T (binary units; "G", "GB" and "GiB" alike); nullopt when it
