@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -108,8 +109,13 @@ thread_local bool inPart = false;
 class ThreadPool {
 public:
   explicit ThreadPool(int threads) : spin_(spinFor(threads)) {
-    for (int i = 1; i < std::min(threads, kMaxThreads); ++i)
-      workers_.emplace_back([this] { work(); });
+    for (int i = 1; i < std::min(threads, kMaxThreads); ++i) {
+      try {
+        workers_.emplace_back([this] { work(); });
+      } catch (const std::system_error &) {
+        break; // no memory for a stack, or too many threads: fewer workers
+      }
+    }
   }
 
   ~ThreadPool() {

@@ -327,9 +327,16 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
   dlerror();
   library.handle_ = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library.handle_) {
-    const char *why = dlerror();
-    throw HostError(fmt::format("{}: not a shared library: {}", source,
-                                why ? why : "dlopen failed"));
+    const char *error = dlerror();
+    const std::string why = error ? error : "dlopen failed";
+    // dlerror names the file that failed: this one (not a library), or a
+    // library it needs (absent on this machine, or no memory to map it).
+    const bool itself =
+        why.rfind(openPath + ":", 0) == 0 || why.rfind(source + ":", 0) == 0;
+    throw HostError(
+        itself ? fmt::format("{}: not a shared library: {}", source, why)
+               : fmt::format("{}: cannot load a library it needs: {}", source,
+                             why));
   }
   using GetFn = const lruc_model *(*)(uint32_t);
   dlerror();

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <system_error>
 #include <thread>
 
 namespace lruc::tools {
@@ -160,6 +161,18 @@ int runTool(const std::string &tool, int (*body)(int, char **), int argc,
   } catch (const std::bad_alloc &) {
     // Where the memory is not one the tool names (a block, a workspace).
     std::fprintf(stderr, "%s: error: not enough memory\n", tool.c_str());
+    return 1;
+  } catch (const std::system_error &e) {
+    // std::thread's failure names no thread.
+    if (e.code() == std::errc::resource_unavailable_try_again) {
+      std::fprintf(stderr,
+                   "%s: error: cannot start a thread (too little memory for "
+                   "its stack, or too many threads; --threads N uses "
+                   "fewer): %s\n",
+                   tool.c_str(), e.what());
+      return 1;
+    }
+    std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), e.what());
     return 1;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), e.what());
