@@ -318,16 +318,18 @@ TEST(Evaluate, BatchesSideBySideSayWhy) {
   Manifest m = manifestWith({}, 10);
   m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
   std::string why;
-  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 16, uint64_t(35) << 20, why),
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 16, {uint64_t(35) << 20}, why),
             3);
   EXPECT_EQ(why, "3 batches at a time, not 16: a batch of 10 takes 10.0 MiB "
                  "of workspace and 35.0 MiB of memory is available");
-  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 3, uint64_t(35) << 20, why), 3);
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 3, {uint64_t(35) << 20}, why),
+            3);
   EXPECT_EQ(why, "");
-  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 4, uint64_t(1) << 20, why), 1);
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 4, {uint64_t(1) << 20}, why),
+            1);
   EXPECT_EQ(why.substr(0, 23), "1 batch at a time, not ");
   // A function the manifest does not size: all threads.
-  EXPECT_EQ(batchesSideBySide(m, "step", 10, 16, uint64_t(0), why), 16);
+  EXPECT_EQ(batchesSideBySide(m, "step", 10, 16, {uint64_t(0)}, why), 16);
   EXPECT_EQ(why, "");
 }
 
@@ -336,22 +338,28 @@ TEST(Evaluate, BatchesSideBySideOverTheExamples) {
   m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
   std::string why;
   // 25 examples in batches of 10: three batches, never more calls.
-  EXPECT_EQ(batchesSideBySideOver(25, m, "forward", 10, 16, std::nullopt, why),
-            3);
+  EXPECT_EQ(batchesSideBySideOver(25, m, "forward", 10, 16, {}, why), 3);
   EXPECT_EQ(why, "");
   // Fewer examples than a batch: the call's batch is the examples'.
   EXPECT_EQ(
-      batchesSideBySideOver(4, m, "forward", 10, 16, uint64_t(8) << 20, why),
+      batchesSideBySideOver(4, m, "forward", 10, 16, {uint64_t(8) << 20}, why),
       1);
   EXPECT_EQ(why, "");
   EXPECT_EQ(
-      batchesSideBySideOver(40, m, "forward", 4, 16, uint64_t(8) << 20, why),
+      batchesSideBySideOver(40, m, "forward", 4, 16, {uint64_t(8) << 20}, why),
       2);
   EXPECT_EQ(why, "2 batches at a time, not 10: a batch of 4 takes 4.0 MiB "
                  "of workspace and 8.0 MiB of memory is available");
+  // Under an address-space cap each call needs OpenBLAS's buffer too.
+  EXPECT_EQ(batchesSideBySide(m, "forward", 10, 16,
+                              {uint64_t(300) << 20, uint64_t(90) << 20}, why),
+            3);
+  EXPECT_EQ(why, "3 batches at a time, not 16: a batch of 10 takes 10.0 MiB "
+                 "of workspace (and 90.0 MiB for its thread and OpenBLAS's "
+                 "buffer under the address-space limit) and 300.0 MiB of "
+                 "memory is available");
   // No examples: one call at most, of a batch of 1.
-  EXPECT_EQ(batchesSideBySideOver(0, m, "forward", 10, 16, std::nullopt, why),
-            1);
+  EXPECT_EQ(batchesSideBySideOver(0, m, "forward", 10, 16, {}, why), 1);
 }
 
 } // namespace

@@ -8,8 +8,8 @@
 // virtual memory limit) a call would hang instead of failing. So under a
 // cap the kernels count their BLAS calls running at once, and a call's
 // workspace lease checks that the room left holds the buffers its calls
-// may still need (lruc::cpu::WorkspaceLease::take). Internal to
-// runtime/cpu.
+// may still need (lruc::cpu::WorkspaceLease::take; the buffer's size is
+// core::kBlasBufferBytes). Internal to runtime/cpu.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LRUC_CPU_BLASBUFFERS_H
@@ -18,11 +18,6 @@
 #include <cstdint>
 
 namespace lruc::cpu::detail {
-
-/// The address space OpenBLAS maps for a buffer: BUFFER_SIZE (128 MiB on
-/// x86-64) and its allocator's rounding, with a margin.
-constexpr uint64_t kBlasBufferBytes =
-    (uint64_t(128) << 20) + (uint64_t(1) << 20);
 
 /// How many BLAS calls one call of a generated function made on this
 /// thread may run at once: the pool's threads, or OpenBLAS's own when the

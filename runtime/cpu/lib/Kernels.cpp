@@ -1509,15 +1509,15 @@ bool blasBuffersFit(int64_t batch, int64_t bytes, std::string &error) {
   if (more <= 0)
     return true;
   const std::optional<uint64_t> left = core::addressSpaceLeft();
-  if (!left || *left >= uint64_t(more) * detail::kBlasBufferBytes)
+  if (!left || *left >= uint64_t(more) * core::kBlasBufferBytes)
     return true;
   error = "not enough memory under the address-space limit (ulimit -v): "
           "beside the workspace of a batch of " +
           std::to_string(batch) + " (" + core::formatBytes(double(bytes)) +
           ") it leaves " + core::formatBytes(double(*left)) +
           ", and OpenBLAS's buffers need " +
-          core::formatBytes(double(more * detail::kBlasBufferBytes)) +
-          " more (" + core::formatBytes(double(detail::kBlasBufferBytes)) +
+          core::formatBytes(double(more * core::kBlasBufferBytes)) + " more (" +
+          core::formatBytes(double(core::kBlasBufferBytes)) +
           " for each of up to " + std::to_string(atOnce) +
           (atOnce == 1 ? " call" : " calls") +
           " at once); fewer threads, a smaller batch or a higher limit";

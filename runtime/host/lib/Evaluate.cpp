@@ -279,29 +279,35 @@ EvalResult evaluate(const ModelLibrary &library, const float *params,
 }
 
 int batchesSideBySide(const Manifest &manifest, std::string_view function,
-                      int64_t batch, int threads,
-                      std::optional<uint64_t> available, std::string &why) {
-  const std::optional<uint64_t> each = manifest.workspaceBytes(function, batch);
-  const int calls = callsThatFit(threads, each, available);
+                      int64_t batch, int threads, const MemoryBudget &budget,
+                      std::string &why) {
+  std::optional<uint64_t> each = manifest.workspaceBytes(function, batch);
+  const int calls = callsThatFit(
+      threads, each ? *each + budget.besideEachCall : each, budget.available);
   why.clear();
   if (calls < threads)
     why = fmt::format(
-        "{} batch{} at a time, not {}: a batch of {} takes {} of workspace and "
-        "{} of memory is available",
+        "{} batch{} at a time, not {}: a batch of {} takes {} of workspace{} "
+        "and {} of memory is available",
         calls, calls == 1 ? "" : "es", threads, batch,
         core::formatBytes(double(*each)),
-        core::formatBytes(double(*available)));
+        budget.besideEachCall
+            ? fmt::format(" (and {} for its thread and OpenBLAS's buffer "
+                          "under the address-space limit)",
+                          core::formatBytes(double(budget.besideEachCall)))
+            : std::string(),
+        core::formatBytes(double(*budget.available)));
   return calls;
 }
 
 int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
                           std::string_view function, int64_t batch, int threads,
-                          std::optional<uint64_t> available, std::string &why) {
+                          const MemoryBudget &budget, std::string &why) {
   examples = std::max<int64_t>(examples, 1);
   const int64_t callBatch = std::clamp<int64_t>(batch, 1, examples);
   const int64_t batches = (examples + callBatch - 1) / callBatch;
   return batchesSideBySide(manifest, function, callBatch,
-                           int(std::min<int64_t>(threads, batches)), available,
+                           int(std::min<int64_t>(threads, batches)), budget,
                            why);
 }
 

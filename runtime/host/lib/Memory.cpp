@@ -104,6 +104,17 @@ std::optional<uint64_t> availableMemoryBytes() {
       core::readSmallFile("/sys/fs/cgroup/memory.current"), limit);
 }
 
+MemoryBudget memoryBudget() {
+  // A thread's address space: its stack (8 MiB, the usual RLIMIT_STACK)
+  // and the malloc arena glibc reserves for it (64 MiB on 64-bit).
+  constexpr uint64_t kThreadBytes = uint64_t(8 + 64) << 20;
+  MemoryBudget budget;
+  budget.available = availableMemoryBytes();
+  if (core::addressSpaceLeft())
+    budget.besideEachCall = kThreadBytes + core::kBlasBufferBytes;
+  return budget;
+}
+
 int callsThatFit(int wanted, std::optional<uint64_t> bytesEach,
                  std::optional<uint64_t> available) {
   wanted = std::max(wanted, 1);

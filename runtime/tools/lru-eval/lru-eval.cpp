@@ -485,9 +485,8 @@ int evalMain(int argc, char **argv) {
   // their workspaces fit in memory.
   runCallsOnCallingThread(library);
   std::string why;
-  const int calls =
-      batchesSideBySideOver(int64_t(dataset.size()), m, "forward", batch,
-                            threads, availableMemoryBytes(), why);
+  const int calls = batchesSideBySideOver(int64_t(dataset.size()), m, "forward",
+                                          batch, threads, memoryBudget(), why);
   if (!why.empty())
     std::fprintf(stderr,
                  "%s: warning: %s (a smaller --batch runs more at once)\n",

@@ -365,7 +365,7 @@ int predictMain(int argc, char **argv) {
     std::string why;
     workers = batchesSideBySideOver(
         examples.rows, library.manifest(), stream ? "step" : "forward", batch,
-        tools::threadsOrAllCores(threadsFlag), availableMemoryBytes(), why);
+        tools::threadsOrAllCores(threadsFlag), memoryBudget(), why);
     if (!why.empty())
       std::fprintf(stderr,
                    "%s: warning: %s (a smaller --batch runs more at once)\n",

@@ -1010,14 +1010,16 @@ ScoredValues requireScored(const data::Dataset &d, const std::string &what) {
                   what, d.targetShape.size() == 2 ? " at a real step" : ""));
 }
 
-/// The CPU's memory for a run: a warning where the training blocks and a
-/// step's workspace (the manifest's) pass the memory available; returns how
-/// many of `threads` evaluation batches run side by side in what is left
-/// beside them (with a warning where that holds back the validation
-/// split's `valExamples`).
+/// The CPU's memory for a run: a warning where the training blocks, a
+/// step's workspace (the manifest's) and, under an address-space cap,
+/// OpenBLAS's buffers for the step's `threads` pass the memory available;
+/// returns how many of `threads` evaluation batches run side by side in
+/// what is left beside them (with a warning where that holds back the
+/// validation split's `valExamples`).
 int planCpuMemory(const Manifest &m, const RunSettings &s, int threads,
                   size_t valExamples) {
-  const std::optional<uint64_t> available = availableMemoryBytes();
+  const MemoryBudget budget = memoryBudget();
+  const std::optional<uint64_t> &available = budget.available;
   const bool accumulating = s.accumulate > 1;
   const std::optional<uint64_t> step = m.workspaceBytes(
       accumulating ? "accumulate_gradients" : "train_step", s.microBatch());
@@ -1025,23 +1027,32 @@ int planCpuMemory(const Manifest &m, const RunSettings &s, int threads,
   // accumulating, the gradient sums too.
   const uint64_t blocks =
       (m.paramFloats * (accumulating ? 4 : 3) + m.stateFloats) * sizeof(float);
-  const uint64_t held = blocks + step.value_or(0);
+  // A thread and a BLAS buffer for each of the step's threads; evaluation,
+  // on no more threads at once, reuses them.
+  const uint64_t threadsAndBlas = uint64_t(threads) * budget.besideEachCall;
+  const uint64_t held = blocks + threadsAndBlas + step.value_or(0);
   const bool stepFits = !available || !step || held <= *available;
   if (!stepFits)
     std::fprintf(
         stderr,
         "%s: warning: a training step at batch %lld takes %s of workspace "
-        "beside %s of parameters and optimizer state, and %s of memory is "
+        "beside %s of parameters and optimizer state%s, and %s of memory is "
         "available: the step may fail, or the system may stop the run (a "
         "smaller --batch, --accumulate N or a library compiled with `lruc "
         "--recompute=states` takes less)\n",
         kTool, (long long)s.microBatch(),
         core::formatBytes(double(*step)).c_str(),
         core::formatBytes(double(blocks)).c_str(),
+        threadsAndBlas
+            ? fmt::format(" and {} for its threads and OpenBLAS's buffers "
+                          "under the address-space limit",
+                          core::formatBytes(double(threadsAndBlas)))
+                  .c_str()
+            : "",
         core::formatBytes(double(*available)).c_str());
-  std::optional<uint64_t> left;
+  MemoryBudget left;
   if (available)
-    left = *available > held ? *available - held : 0;
+    left.available = *available > held ? *available - held : 0;
   // The test split, read at the end, may be larger than validation's: its
   // batches are the evaluation batch whole.
   const int64_t evalBatch = std::max<int64_t>(s.evalBatch, 1);

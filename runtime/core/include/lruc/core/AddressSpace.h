@@ -14,6 +14,13 @@
 
 namespace lruc::core {
 
+/// The address space OpenBLAS maps for each of its calls running at once
+/// (BUFFER_SIZE, 128 MiB on x86-64, and its allocator's rounding, with a
+/// margin): where a cap leaves less, OpenBLAS 0.3.21 waits forever for it
+/// (runtime/cpu/lib/BlasBuffers.h).
+constexpr uint64_t kBlasBufferBytes =
+    (uint64_t(128) << 20) + (uint64_t(1) << 20);
+
 /// The whole of a small file (a /proc or /sys one), or "" when unreadable.
 std::string readSmallFile(const char *path);
 

@@ -10,6 +10,7 @@
 #define LRUC_HOST_EVALUATE_H
 
 #include "lruc/data/Dataset.h"
+#include "lruc/host/Memory.h"
 #include "lruc/host/ModelLibrary.h"
 
 #include <cstdint>
@@ -40,20 +41,20 @@ size_t inputBytes(const TensorInfo &input, int64_t batch);
 
 /// How many of `threads` CPU calls of the library's `function` ("forward",
 /// "step") at `batch` run side by side, as evaluation and lru-predict run
-/// batches: as many as `available` bytes hold of the workspace each call
-/// leases (callsThatFit, lruc/host/Memory.h). Where that is fewer than
-/// `threads`, `why` says so ("3 batches at a time, not 16: ...", for a
-/// warning); else it is cleared.
+/// batches: as many as the budget's bytes hold of the workspace each call
+/// leases and what it needs beside it (callsThatFit, lruc/host/Memory.h).
+/// Where that is fewer than `threads`, `why` says so ("3 batches at a time,
+/// not 16: ...", for a warning); else it is cleared.
 int batchesSideBySide(const Manifest &manifest, std::string_view function,
-                      int64_t batch, int threads,
-                      std::optional<uint64_t> available, std::string &why);
+                      int64_t batch, int threads, const MemoryBudget &budget,
+                      std::string &why);
 
 /// batchesSideBySide for `examples` run in batches of `batch`, as lru-eval
 /// and lru-predict run them: a call's batch is the smaller of the two, and
 /// no more calls run than there are batches.
 int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
                           std::string_view function, int64_t batch, int threads,
-                          std::optional<uint64_t> available, std::string &why);
+                          const MemoryBudget &budget, std::string &why);
 
 /// Index of the largest of `count` values (the first on a tie); a NaN never
 /// wins, and all-NaN gives -1 (counted as wrong).

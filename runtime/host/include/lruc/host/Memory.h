@@ -33,6 +33,19 @@ bool keepFreedMemoryForReuse();
 /// unreadable value is ignored); nullopt where none of them is known.
 std::optional<uint64_t> availableMemoryBytes();
 
+/// What the tools weigh CPU calls against: the bytes available
+/// (availableMemoryBytes) and what each call needs beside its workspace.
+struct MemoryBudget {
+  std::optional<uint64_t> available;
+  /// Under an address-space cap, the thread a call runs on (its stack and
+  /// malloc's arena for it) and OpenBLAS's buffer (core::kBlasBufferBytes):
+  /// without a cap they are virtual memory barely touched, not counted.
+  uint64_t besideEachCall = 0;
+};
+
+/// This process's MemoryBudget.
+MemoryBudget memoryBudget();
+
 /// availableMemoryBytes from the texts of /proc/meminfo and of the cgroup's
 /// memory.max and memory.current (empty when absent; "max": no cap), and
 /// the lower of the user's limit and the address space left.
