@@ -9,15 +9,48 @@
 
 #include "lruc_model.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace lruc::bench {
+
+/// A model library a benchmark loaded (and never closes).
+struct OpenedModel {
+  void *handle = nullptr;            ///< for dlsym of its other symbols
+  const lruc_model *model = nullptr; ///< null where it could not be had
+};
+
+/// Loads the library at `path` (dlopen; a name without a slash is a file
+/// here, not one on the library path); its model null, with the reason in
+/// `error` (dlerror's text, or not an lruc library of this ABI), where it
+/// cannot be had.
+inline OpenedModel openModelLibrary(const std::string &path,
+                                    std::string &error) {
+  const std::string file =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  OpenedModel opened;
+  opened.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!opened.handle) {
+    const char *why = dlerror();
+    error = why ? why : "dlopen failed";
+    return opened;
+  }
+  auto get = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
+      dlsym(opened.handle, "lruc_model_get"));
+  opened.model = get ? get(LRUC_ABI_VERSION) : nullptr;
+  if (!opened.model)
+    error =
+        "not an lruc model library of ABI v" + std::to_string(LRUC_ABI_VERSION);
+  return opened;
+}
 
 inline double seconds() {
   return std::chrono::duration<double>(

@@ -20,8 +20,6 @@
 #include "../common/BenchSupport.h"
 #include "lruc_model.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -51,17 +49,10 @@ public:
 
   /// Loads the library; false, having printed why, when it cannot step.
   bool load() {
-    void *handle = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      std::fprintf(stderr, "lruc-bench-step: %s\n", dlerror());
-      return false;
-    }
-    auto get = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
-        dlsym(handle, "lruc_model_get"));
-    model_ = get ? get(LRUC_ABI_VERSION) : nullptr;
+    std::string error;
+    model_ = lruc::bench::openModelLibrary(path_, error).model;
     if (!model_)
-      return fail("not an lruc model library of ABI v" +
-                  std::to_string(LRUC_ABI_VERSION));
+      return fail(error);
     if (!model_->step)
       return fail(std::string("no step mode: ") + model_->step_unavailable);
     params_.resize(model_->param_floats);

@@ -78,17 +78,14 @@ int main(int argc, char **argv) {
   const std::string precision = argc == 5 ? argv[4] : "fp32";
   if (batch <= 0 || iters <= 0 || (precision != "fp32" && precision != "bf16"))
     return usage();
-  void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    std::fprintf(stderr, "lruc-bench-cpu: %s\n", dlerror());
-    return 1;
-  }
-  auto get = reinterpret_cast<const lruc_model *(*)(uint32_t)>(
-      dlsym(handle, "lruc_model_get"));
-  const lruc_model *m = get ? get(LRUC_ABI_VERSION) : nullptr;
+  std::string openError;
+  const lruc::bench::OpenedModel opened =
+      lruc::bench::openModelLibrary(argv[1], openError);
+  void *handle = opened.handle;
+  const lruc_model *m = opened.model;
   if (!m) {
-    std::fprintf(stderr, "lruc-bench-cpu: %s is not an lruc model library "
-                         "of ABI v%u\n", argv[1], LRUC_ABI_VERSION);
+    std::fprintf(stderr, "lruc-bench-cpu: %s: %s\n", argv[1],
+                 openError.c_str());
     return 1;
   }
 
