@@ -332,6 +332,9 @@ TEST(AddressSpace, ProcFileBytes) {
             std::optional<uint64_t>(22000000ull * 1024));
   EXPECT_FALSE(lruc::core::procBytesAt(meminfo, "MemFree:"));
   EXPECT_FALSE(lruc::core::procBytesAt("MemFree: lots\n", "MemFree:"));
+  EXPECT_EQ(lruc::core::leadingNumber(" \t4294967296\n"),
+            std::optional<uint64_t>(4294967296ull));
+  EXPECT_FALSE(lruc::core::leadingNumber("max\n"));
   // This process: no cap unless the test runs under one.
   EXPECT_TRUE(lruc::core::procBytesAt(
                   lruc::core::readSmallFile("/proc/self/status"), "VmSize:")

@@ -18,20 +18,24 @@ std::string readSmallFile(const char *path) {
   return in ? text.str() : std::string();
 }
 
+std::optional<uint64_t> leadingNumber(std::string_view text) {
+  text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
+  uint64_t value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data())
+    return std::nullopt;
+  return value;
+}
+
 std::optional<uint64_t> procBytesAt(std::string_view text,
                                     std::string_view key) {
   for (size_t at = 0; at < text.size();) {
     size_t end = std::min(text.find('\n', at), text.size());
     std::string_view line = text.substr(at, end - at);
-    if (line.substr(0, key.size()) == key) {
-      line.remove_prefix(key.size());
-      line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
-      uint64_t kib = 0;
-      auto [stop, ec] =
-          std::from_chars(line.data(), line.data() + line.size(), kib);
-      if (ec == std::errc() && stop != line.data())
-        return kib * 1024; // the kernel's "kB" are KiB
-    }
+    if (line.substr(0, key.size()) == key)
+      if (std::optional<uint64_t> kib = leadingNumber(line.substr(key.size())))
+        return *kib * 1024; // the kernel's "kB" are KiB
     at = end + 1;
   }
   return std::nullopt;

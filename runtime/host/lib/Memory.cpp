@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdint>
 #include <cstdlib> // defines __GLIBC__ where glibc is the C library
 #include <string>
@@ -30,23 +29,8 @@ bool keepFreedMemoryForReuse() {
 #endif
 }
 
-namespace {
-
-/// The number at the start of `text` (after blanks), if any.
-std::optional<uint64_t> leadingNumber(std::string_view text) {
-  text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
-  uint64_t value = 0;
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end == text.data())
-    return std::nullopt;
-  return value;
-}
-
-} // namespace
-
 std::optional<uint64_t> parseByteSize(std::string_view text) {
-  std::optional<uint64_t> number = leadingNumber(text);
+  std::optional<uint64_t> number = core::leadingNumber(text);
   if (!number)
     return std::nullopt;
   text.remove_prefix(
@@ -84,7 +68,8 @@ std::optional<uint64_t> availableMemoryFrom(std::string_view meminfo,
     available = available ? std::min(*available, bound) : bound;
   };
   // A cgroup's cap ("max" when it has none) less what the group holds.
-  auto cap = leadingNumber(cgroupMax), used = leadingNumber(cgroupCurrent);
+  auto cap = core::leadingNumber(cgroupMax),
+       used = core::leadingNumber(cgroupCurrent);
   if (cap && used)
     lower(*cap > *used ? *cap - *used : 0);
   if (limit)

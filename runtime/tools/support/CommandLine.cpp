@@ -164,15 +164,13 @@ int runTool(const std::string &tool, int (*body)(int, char **), int argc,
     return 1;
   } catch (const std::system_error &e) {
     // std::thread's failure names no thread.
-    if (e.code() == std::errc::resource_unavailable_try_again) {
-      std::fprintf(stderr,
-                   "%s: error: cannot start a thread (too little memory for "
-                   "its stack, or too many threads; --threads N uses "
-                   "fewer): %s\n",
-                   tool.c_str(), e.what());
-      return 1;
-    }
-    std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), e.what());
+    const bool thread = e.code() == std::errc::resource_unavailable_try_again;
+    std::fprintf(stderr, "%s: error: %s%s\n", tool.c_str(),
+                 thread ? "cannot start a thread (too little memory for its "
+                          "stack, or too many threads; --threads N uses "
+                          "fewer): "
+                        : "",
+                 e.what());
     return 1;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), e.what());

@@ -24,6 +24,10 @@ constexpr uint64_t kBlasBufferBytes =
 /// The whole of a small file (a /proc or /sys one), or "" when unreadable.
 std::string readSmallFile(const char *path);
 
+/// The whole number at the start of `text` (after blanks), as /proc and
+/// /sys files give values; nullopt when there is none.
+std::optional<uint64_t> leadingNumber(std::string_view text);
+
 /// The value of `key` ("MemAvailable:", "VmSize:") in the text of a /proc
 /// file of "Key: N kB" lines, in bytes; nullopt when absent.
 std::optional<uint64_t> procBytesAt(std::string_view text,
