@@ -10,6 +10,10 @@
 #include <cstring>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 using namespace lruc::host;
@@ -197,6 +201,46 @@ TEST(AtomicWrite, ReplacesTheFileAndLeavesNoTemporary) {
   writeFileAtomically(dir / "f", "old");
   writeFileAtomically(dir / "f", "new contents");
   EXPECT_EQ(lruc::host::testing::readBytes(dir / "f"), "new contents");
+  size_t files = 0;
+  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
+    (void)entry, ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+// A symbolic link keeps pointing where it did: its target is what a save
+// replaces, also a target not written yet.
+TEST(AtomicWrite, ReplacesALinksTargetAndKeepsTheLink) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "real");
+  writeFileAtomically(dir / "real/f", "old");
+  std::filesystem::create_symlink("real/f", dir / "link");
+  writeFileAtomically(dir / "link", "new");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link"));
+  EXPECT_EQ(lruc::host::testing::readBytes(dir / "real/f"), "new");
+
+  std::filesystem::create_symlink("real/g", dir / "ahead");
+  writeFileAtomically(dir / "ahead", "first");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "ahead"));
+  EXPECT_EQ(lruc::host::testing::readBytes(dir / "real/g"), "first");
+}
+
+// What is not a regular file (a pipe here; /dev/null alike) is written
+// through, not renamed over: it is still a pipe afterwards.
+TEST(AtomicWrite, WritesIntoAPipe) {
+  TempDir dir;
+  const auto pipe = dir / "pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  // Its reading end opened first (without waiting for a writer), so the
+  // few bytes wait in the pipe's buffer.
+  const int reader = open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  writeFileAtomically(pipe, "through the pipe");
+  char received[64] = {};
+  const ssize_t length = read(reader, received, sizeof received);
+  close(reader);
+  EXPECT_EQ(std::string(received, size_t(std::max<ssize_t>(length, 0))),
+            "through the pipe");
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
   size_t files = 0;
   for (auto &entry : std::filesystem::directory_iterator(dir.path()))
     (void)entry, ++files;

@@ -14,9 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "lruc/Codegen.h"
+#include "lruc/core/Files.h"
 #include "lruc/cuda/Nvrtc.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -234,6 +236,66 @@ std::string withPath(const std::string &log, const std::string &given,
   return named + log.substr(from);
 }
 
+/// Writes `text` to `path`; false with the reason (a full disk, a
+/// file-size limit) in `error`.
+bool writeTextFile(const std::string &path, llvm::StringRef text,
+                   std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (!ec) {
+    out << text;
+    out.close();
+    ec = out.error();
+    // A stream left in error aborts in its destructor.
+    out.clear_error();
+  }
+  if (ec)
+    error = "cannot write " + path + ": " + ec.message();
+  return !ec;
+}
+
+/// What stopped a compiler process other than the code it was given: the
+/// line of its log or of `why` (a failed start, a signal) that names a full
+/// disk, a file-size limit, too little memory or a signal; empty if none.
+std::string resourceFailure(const std::string &log, const std::string &why) {
+  static const char *const kSigns[] = {"No space left on device",
+                                       "File too large",
+                                       "Disk quota exceeded",
+                                       "Cannot allocate memory",
+                                       "memory exhausted",
+                                       "out of memory",
+                                       "Killed signal",
+                                       "killed by signal",
+                                       "Resource temporarily unavailable"};
+  const std::string said = why + "\n" + log;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(said).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    for (const char *sign : kSigns)
+      if (line.contains(sign))
+        return line.trim().str();
+  return "";
+}
+
+/// Puts the linked library `partial` where `-o` asked (`given`): renamed
+/// over `destination` (its links followed), or, for a device or a pipe,
+/// written into it. The reason it could not, or empty.
+std::string placeLibrary(const std::string &partial, const std::string &given,
+                         const std::string &destination, bool inPlace) {
+  if (!inPlace) {
+    std::error_code ec = llvm::sys::fs::rename(partial, destination);
+    return ec ? "cannot write " + given + ": " + ec.message() : "";
+  }
+  auto library = llvm::MemoryBuffer::getFile(partial, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+  if (!library)
+    return "cannot read the linked library " + partial + ": " +
+           library.getError().message();
+  std::string error;
+  core::writeFileAtomically(given, (*library)->getBuffer(), error);
+  return error;
+}
+
 /// How many compiler processes run at once: `LRUC_JOBS`, else the CPUs
 /// this process may run on.
 bool compileJobs(unsigned &jobs, std::string &error) {
@@ -288,6 +350,13 @@ bool compileLibrary(
     error = "cannot create a temporary directory: " + ec.message();
     return false;
   }
+  // The build's files go when it ends, unless the host compiler failed on
+  // the generated code: then they are what a report of the bug needs.
+  bool keepBuildDir = false;
+  auto removeBuildDir = llvm::make_scope_exit([&] {
+    if (!keepBuildDir)
+      llvm::sys::fs::remove_directories(dir);
+  });
   auto inDir = [&](const std::string &name) {
     llvm::SmallString<128> path(dir);
     llvm::sys::path::append(path, name);
@@ -310,13 +379,8 @@ bool compileLibrary(
     job.codeBytes = unit.codeBytes();
     job.source = inDir(unit.name + ".cpp");
     job.log = inDir(unit.name + ".log");
-    std::error_code ec;
-    llvm::raw_fd_ostream out(job.source, ec);
-    if (ec) {
-      error = "cannot write " + job.source + ": " + ec.message();
+    if (!writeTextFile(job.source, source.prelude + unit.text, error))
       return false;
-    }
-    out << source.prelude << unit.text;
     objects.push_back(inDir(unit.name + ".o"));
     job.args = launch;
     for (const std::string &flag : words(compiler.flagsFor(unit.speed)))
@@ -333,23 +397,25 @@ bool compileLibrary(
   std::string exportsScript;
   if (!source.exports.empty()) {
     exportsScript = inDir("exports.map");
-    std::error_code ec;
-    llvm::raw_fd_ostream out(exportsScript, ec);
-    if (ec) {
-      error = "cannot write " + exportsScript + ": " + ec.message();
-      return false;
-    }
-    out << "{\n  global:\n";
+    std::string script = "{\n  global:\n";
     for (const std::string &pattern : source.exports)
-      out << "    " << pattern << ";\n";
-    out << "  local:\n    *;\n};\n";
+      script += "    " + pattern + ";\n";
+    script += "  local:\n    *;\n};\n";
+    if (!writeTextFile(exportsScript, script, error))
+      return false;
   }
 
-  // Written beside the destination, then renamed: same file system.
+  // Written beside the destination, then renamed: same file system. A
+  // link's target is replaced (the link kept); a device or a pipe (`-o
+  // /dev/null`) is written in place, never renamed over.
+  const bool inPlace = core::isWrittenInPlace(outputPath);
+  const std::string destination =
+      inPlace ? outputPath : core::followLinks(outputPath);
   llvm::SmallString<128> partialPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          outputPath + "-%%%%%%.partial", fd, partialPath)) {
+          (inPlace ? inDir("library") : destination) + "-%%%%%%.partial", fd,
+          partialPath)) {
     error = "cannot write next to " + outputPath + ": " + ec.message();
     return false;
   }
@@ -434,25 +500,33 @@ bool compileLibrary(
     ++finished;
     tell();
   }
-  std::error_code renamed;
+  std::string placeError;
   if (!failure)
-    renamed = llvm::sys::fs::rename(partial, outputPath);
+    placeError = placeLibrary(partial, outputPath, destination, inPlace);
   llvm::sys::DontRemoveFileOnSignal(partial);
-  if (failure || renamed) {
-    llvm::sys::fs::remove(partial);
-    if (failure) {
-      std::string log;
-      if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
-        log = (*buffer)->getBuffer().str();
-      log = withPath(log, failure->name + ".cpp", failure->source);
-      error = "the host compiler failed on the generated code (a bug in "
-              "lruc; please report it with the source): " +
-              failure->source + "\n" + (why.empty() ? "" : why + "\n") + log;
-    } else
-      error = "cannot write " + outputPath + ": " + renamed.message();
+  llvm::sys::fs::remove(partial);
+  if (failure) {
+    std::string log;
+    if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
+      log = (*buffer)->getBuffer().str();
+    if (std::string resource = resourceFailure(log, why); !resource.empty()) {
+      error = "the host compiler could not finish: " + resource +
+              "\n(short of the machine's resources, not a fault in the "
+              "generated code: free disk space or memory, raise the "
+              "limit, or set LRUC_JOBS=1 to run one compiler at a time)";
+      return false;
+    }
+    keepBuildDir = true;
+    log = withPath(log, failure->name + ".cpp", failure->source);
+    error = "the host compiler failed on the generated code (a bug in "
+            "lruc; please report it with the source): " +
+            failure->source + "\n" + (why.empty() ? "" : why + "\n") + log;
     return false;
   }
-  llvm::sys::fs::remove_directories(dir);
+  if (!placeError.empty()) {
+    error = placeError;
+    return false;
+  }
   if (build) {
     build->jobs = jobs;
     build->seconds =
@@ -498,14 +572,11 @@ bool compileKernelsToPtx(const std::string &source, const std::string &gpuArch,
   }
   // The generated source failed to compile: a bug in lruc; keep it.
   llvm::SmallString<128> kept;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("lruc-kernels", "cu", fd, kept)) {
+  std::string keepError;
+  if (llvm::sys::fs::createTemporaryFile("lruc-kernels", "cu", kept) ||
+      !writeTextFile(kept.str().str(), source, keepError)) {
     error = compileError;
     return false;
-  }
-  {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out << source;
   }
   error = "NVRTC failed on the generated CUDA code (a bug in lruc; please "
           "report it with the source): " +

@@ -18,6 +18,7 @@
 #include "lruc/MemoryPlan.h"
 #include "lruc/Transforms/Passes.h"
 #include "lruc/core/Bytes.h"
+#include "lruc/core/Files.h"
 #include "lruc/frontend/Frontend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,7 +28,6 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/Error.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -37,6 +37,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <csignal>
 #include <iostream>
 #include <sstream>
 
@@ -206,16 +207,23 @@ bool parseDefines(lruc::ConstantOverrides &overrides) {
   return true;
 }
 
-/// Writes `text` to the output path atomically (temporary file + rename).
+/// Writes `text` to standard output ("-") or to the output path
+/// atomically (temporary file + rename; core::writeFileAtomically).
 int writeOutput(llvm::StringRef text) {
-  llvm::Error err = llvm::writeToOutput(
-      outputPath, [&](llvm::raw_ostream &os) -> llvm::Error {
-        os << text;
-        return llvm::Error::success();
-      });
-  if (err)
-    return fail("cannot write '" + outputPath +
-                "': " + llvm::toString(std::move(err)));
+  if (outputPath == "-") {
+    llvm::raw_fd_ostream &out = llvm::outs();
+    out << text;
+    out.flush();
+    if (std::error_code ec = out.error()) {
+      // A stream left in error aborts at exit.
+      out.clear_error();
+      return fail("cannot write the output: " + ec.message());
+    }
+    return 0;
+  }
+  std::string error;
+  if (!lruc::core::writeFileAtomically(outputPath, text, error))
+    return fail(error);
   return 0;
 }
 
@@ -301,6 +309,9 @@ void printMemoryStats(mlir::ModuleOp module, llvm::raw_ostream &os) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A write past the file-size limit (`ulimit -f`) fails with EFBIG and is
+  // reported, instead of killing lruc (LLVM would print a crash's stack).
+  std::signal(SIGXFSZ, SIG_IGN);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions({&lrucCategory});

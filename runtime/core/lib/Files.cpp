@@ -11,15 +11,76 @@
 
 namespace lruc::core {
 
-bool writeFileAtomically(const std::string &path, std::string_view bytes,
+namespace {
+
+/// The directory part of `path` ("." for none).
+std::string directoryOf(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+} // namespace
+
+std::string followLinks(std::string path) {
+  // As many levels as the kernel follows before ELOOP.
+  for (int level = 0; level < 40; ++level) {
+    struct stat link;
+    if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode))
+      return path;
+    std::string target(size_t(link.st_size > 0 ? link.st_size : 4096), '\0');
+    const ssize_t length =
+        ::readlink(path.c_str(), target.data(), target.size());
+    if (length <= 0)
+      return path;
+    target.resize(size_t(length));
+    path = target[0] == '/' ? target : directoryOf(path) + "/" + target;
+  }
+  return path;
+}
+
+bool isWrittenInPlace(const std::string &path) {
+  struct stat existing;
+  return ::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) &&
+         !S_ISDIR(existing.st_mode);
+}
+
+namespace {
+
+/// Writes `bytes` over what `path` names, in place.
+bool writeInPlace(const std::string &path, std::string_view bytes,
+                  std::string &error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  int code = fd < 0 ? errno : 0;
+  for (const char *p = bytes.data(), *end = p + bytes.size();
+       code == 0 && p < end;) {
+    const ssize_t written = ::write(fd, p, size_t(end - p));
+    if (written >= 0)
+      p += written;
+    else if (errno != EINTR)
+      code = errno;
+  }
+  if (fd >= 0 && ::close(fd) != 0 && code == 0)
+    code = errno;
+  if (code != 0)
+    error = path + ": cannot write: " + std::strerror(code);
+  return code == 0;
+}
+
+} // namespace
+
+bool writeFileAtomically(const std::string &given, std::string_view bytes,
                          std::string &error) {
+  // Asked of the path given: the kernel follows /dev/stdout to a pipe.
+  if (isWrittenInPlace(given))
+    return writeInPlace(given, bytes, error);
+  const std::string path = followLinks(given);
   auto fail = [&](const char *what, int code) {
     error = path + ": cannot " + what + ": " + std::strerror(code);
     return false;
   };
-  std::string dir = ".";
-  if (size_t slash = path.rfind('/'); slash != std::string::npos)
-    dir = slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir = directoryOf(path);
   std::string temporary = path + ".tmp-XXXXXX";
   int fd = mkstemp(temporary.data());
   if (fd < 0)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -152,6 +153,10 @@ int threadsOrAllCores(const std::optional<int64_t> &threads) {
 
 int runTool(const std::string &tool, int (*body)(int, char **), int argc,
             char **argv) {
+  // A write past the file-size limit (`ulimit -f`) then fails with EFBIG,
+  // which the tools report with the file's name, instead of killing the
+  // process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return body(argc, argv);
   } catch (const UsageError &e) {

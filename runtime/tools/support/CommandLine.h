@@ -74,7 +74,7 @@ int threadsOrAllCores(const std::optional<int64_t> &threads);
 
 /// Runs `body`, turning a UsageError into "TOOL: error: MESSAGE" + a hint
 /// and exit status 2, and any other exception into "TOOL: error: MESSAGE"
-/// and status 1.
+/// and status 1. A file-size limit makes writes fail instead of killing it.
 int runTool(const std::string &tool, int (*body)(int, char **), int argc,
             char **argv);
 
