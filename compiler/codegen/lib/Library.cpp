@@ -29,8 +29,10 @@
 #include "llvm/Support/Threading.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -185,9 +187,16 @@ bool startJob(Job &job, std::string &why) {
   for (std::string &arg : job.args)
     argv.push_back(arg.data());
   argv.push_back(nullptr);
+  // Its own process group, which a stopped build signals whole (the
+  // compiler driver and the compilers it runs).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   job.started = std::chrono::steady_clock::now();
-  const int failed =
-      posix_spawn(&job.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int failed = posix_spawn(&job.pid, argv[0], &actions, &attributes,
+                                 argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (failed)
     why = "cannot run " + job.args[0] + ": " + std::strerror(failed);
@@ -295,6 +304,53 @@ std::string placeLibrary(const std::string &partial, const std::string &given,
   core::writeFileAtomically(given, (*library)->getBuffer(), error);
   return error;
 }
+
+/// The signal that asked a build to stop (SIGINT, SIGTERM, SIGHUP), or 0.
+volatile std::sig_atomic_t stopSignal = 0;
+extern "C" void noteStopSignal(int signal) { stopSignal = signal; }
+
+/// While it lives, SIGINT, SIGTERM and SIGHUP (those not ignored) only ask
+/// the build to stop: it stops its compilers and removes its files, then
+/// `dieOf` puts the previous handlers back and raises the signal again, so
+/// that lruc ends as the signal would have ended it.
+class StopSignals {
+public:
+  StopSignals() {
+    stopSignal = 0;
+    struct sigaction note = {};
+    note.sa_handler = noteStopSignal;
+    sigemptyset(&note.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction &previous = previous_[i];
+      installed_[i] = sigaction(kSignals[i], nullptr, &previous) == 0 &&
+                      previous.sa_handler != SIG_IGN &&
+                      sigaction(kSignals[i], &note, nullptr) == 0;
+    }
+  }
+  ~StopSignals() { restore(); }
+  StopSignals(const StopSignals &) = delete;
+  StopSignals &operator=(const StopSignals &) = delete;
+
+  [[noreturn]] void dieOf(int signal) {
+    restore();
+    std::raise(signal);
+    // A handler that returned (none of lruc's does): end as a shell would
+    // report the signal.
+    std::_Exit(128 + signal);
+  }
+
+private:
+  void restore() {
+    for (size_t i = 0; i < kSignals.size(); ++i)
+      if (installed_[i])
+        sigaction(kSignals[i], &previous_[i], nullptr);
+    installed_.fill(false);
+  }
+
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_ = {};
+  std::array<bool, 3> installed_ = {};
+};
 
 /// How many compiler processes run at once: `LRUC_JOBS`, else the CPUs
 /// this process may run on.
@@ -456,9 +512,18 @@ bool compileLibrary(
     if (progress)
       progress(finished, steps);
   };
+  // Ctrl-C stops the compilers (each in a process group of its own) and
+  // leaves nothing of the build behind.
+  StopSignals stopSignals;
+  bool stopping = false;
   tell();
-  while (!running.empty() || (!failure && next < order.size())) {
-    if (!failure && next < order.size() && running.size() < jobs) {
+  while (!running.empty() || (!failure && !stopping && next < order.size())) {
+    if (stopSignal && !stopping) {
+      stopping = true;
+      for (Job *job : running)
+        kill(-job->pid, SIGTERM);
+    }
+    if (!failure && !stopping && next < order.size() && running.size() < jobs) {
       Job &job = compiles[order[next++]];
       std::string startError;
       if (startJob(job, startError))
@@ -487,7 +552,7 @@ bool compileLibrary(
     ++finished;
     tell();
   }
-  if (!failure) {
+  if (!failure && !stopping) {
     std::string linkError;
     bool linked = startJob(link, linkError);
     if (linked)
@@ -501,10 +566,15 @@ bool compileLibrary(
     tell();
   }
   std::string placeError;
-  if (!failure)
+  if (!failure && !stopSignal)
     placeError = placeLibrary(partial, outputPath, destination, inPlace);
   llvm::sys::DontRemoveFileOnSignal(partial);
   llvm::sys::fs::remove(partial);
+  if (const int signal = stopSignal) {
+    // (A library placed before the signal came stays.)
+    llvm::sys::fs::remove_directories(dir);
+    stopSignals.dieOf(signal);
+  }
   if (failure) {
     std::string log;
     if (auto buffer = llvm::MemoryBuffer::getFile(failure->log))
