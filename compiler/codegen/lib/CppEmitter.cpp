@@ -1834,7 +1834,7 @@ LogicalResult emitCpp(ModuleOp module, LibrarySource &source,
   // The prelude: what every unit starts with.
   source = LibrarySource();
   // The C ABI (lruc_model.h, lruc_gpu.h, lruc_profile.h) and the runtime's
-  // lruc_cpu_set_threads and lruc_cpu_set_matmul.
+  // lruc_cpu_set_threads, lruc_cpu_threads and lruc_cpu_set_matmul.
   source.exports = {"lruc_*"};
   {
     llvm::raw_string_ostream os(source.prelude);

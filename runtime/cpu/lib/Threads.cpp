@@ -384,3 +384,7 @@ extern "C" __attribute__((visibility("default"))) void
 lruc_cpu_set_threads(int threads) {
   lruc::cpu::setThreadCount(threads);
 }
+
+extern "C" __attribute__((visibility("default"))) int lruc_cpu_threads() {
+  return lruc::cpu::threadCount();
+}

@@ -440,14 +440,21 @@ class KernelThreads {
 public:
   explicit KernelThreads(const ModelLibrary &library)
       : set_(reinterpret_cast<void (*)(int)>(
-            library.findSymbol("lruc_cpu_set_threads"))) {}
-  void use(int threads) const {
+            library.findSymbol("lruc_cpu_set_threads"))),
+        get_(reinterpret_cast<int (*)()>(
+            library.findSymbol("lruc_cpu_threads"))) {}
+  /// Gives the kernels `threads` threads; returns how many they have:
+  /// fewer where the system would not start more (a limit on processes or
+  /// memory), `threads` for a library too old to tell.
+  int use(int threads) const {
     if (set_)
       set_(threads);
+    return get_ ? get_() : threads;
   }
 
 private:
   void (*set_)(int);
+  int (*get_)();
 };
 
 //===-- The run -----------------------------------------------------------===//
@@ -547,8 +554,18 @@ public:
         bestPath_(out_ / "best.safetensors"), threads_(threads),
         evalCalls_(evalCalls), kernelThreads_(library), gpu_(gpu),
         current_(Checkpoint::zeros(manifest_)) {
-    kernelThreads_.use(threads_);
+    if (const int started = kernelThreads_.use(threads_); started < threads_) {
+      std::fprintf(stderr,
+                   "%s: warning: %d of the %d threads asked for started (the "
+                   "system would not start more: a limit on processes or "
+                   "memory); training goes on with %d\n",
+                   kTool, started, threads_, started);
+      threads_ = started;
+    }
   }
+
+  /// The threads a step's kernels run on.
+  int threads() const { return threads_; }
 
   /// A new run: the library's initial parameters under the seed.
   void initialise() {
@@ -942,7 +959,7 @@ private:
   TaskData &data_;
   const data::Dataset &train_;
   const fs::path out_, lastPath_, bestPath_;
-  const int threads_;
+  int threads_; ///< the step's kernel threads: those that started
   const int evalCalls_;
   KernelThreads kernelThreads_;
   GpuModel *gpu_; ///< null: the CPU
@@ -1166,12 +1183,13 @@ int trainMain(int argc, char **argv) {
 
   removeStaleTemporaries(out);
 
+  Trainer trainer(library, s, data, out, threads, evalCalls, gpu.get());
   std::string device = fmt::format(
-      "cpu ({} thread{}{})", threads, threads == 1 ? "" : "s",
+      "cpu ({} thread{}{})", trainer.threads(),
+      trainer.threads() == 1 ? "" : "s",
       f.devices.matmulOrFp32() == "bf16" ? ", bfloat16 products" : "");
   if (gpu)
     device = "gpu: " + gpu->deviceDescription();
-  Trainer trainer(library, s, data, out, threads, evalCalls, gpu.get());
   if (resumed)
     trainer.restore(std::move(*resumed));
   else if (initial)
@@ -1187,7 +1205,7 @@ int trainMain(int argc, char **argv) {
   if (f.initFrom)
     config["init_from"] = fs::absolute(*f.initFrom).string();
   config["validation"] = data.validationSource();
-  config["threads"] = threads;
+  config["threads"] = trainer.threads();
   config["device"] = device;
   if (gpu || f.devices.matmulOrFp32() == "bf16")
     config["matmul"] = f.devices.matmulOrFp32();

@@ -385,7 +385,9 @@ void dropoutKeeps(const int64_t key[2], uint32_t site, uint32_t threshold,
 // single-threaded OpenBLAS call. The partition depends only on the sizes
 // and the thread count, so results repeat exactly run to run.
 
-/// The pool's threads, the caller included.
+/// The pool's threads, the caller included: those asked for, or fewer
+/// where the system would not start more. Also exported from model
+/// libraries as `extern "C" int lruc_cpu_threads()`.
 int threadCount();
 /// Replaces the pool; call when no kernel is running. Also exported from
 /// model libraries as `extern "C" void lruc_cpu_set_threads(int)`.
