@@ -44,9 +44,7 @@ Checkpoint Checkpoint::zeros(const Manifest &manifest) {
         "not enough memory for model '{}': its parameters, AdamW's two "
         "moments and its running statistics take {}",
         manifest.model,
-        core::formatBytes(
-            double(3 * manifest.paramFloats + manifest.stateFloats) *
-            sizeof(float))));
+        core::formatBytes(double(manifest.trainingStateBytes(false)))));
   }
   return c;
 }

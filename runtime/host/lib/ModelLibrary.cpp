@@ -43,6 +43,10 @@ const TensorInfo *Manifest::findInput(std::string_view name) const {
   return nullptr;
 }
 
+uint64_t Manifest::trainingStateBytes(bool gradientSums) const {
+  return (paramFloats * (gradientSums ? 4 : 3) + stateFloats) * sizeof(float);
+}
+
 std::optional<uint64_t> Manifest::workspaceBytes(std::string_view function,
                                                  int64_t batch) const {
   auto it = workspace.find(function);

@@ -1040,10 +1040,7 @@ int planCpuMemory(const Manifest &m, const RunSettings &s, int threads,
   const bool accumulating = s.accumulate > 1;
   const std::optional<uint64_t> step = m.workspaceBytes(
       accumulating ? "accumulate_gradients" : "train_step", s.microBatch());
-  // Parameters, AdamW's two moments, the running statistics; when
-  // accumulating, the gradient sums too.
-  const uint64_t blocks =
-      (m.paramFloats * (accumulating ? 4 : 3) + m.stateFloats) * sizeof(float);
+  const uint64_t blocks = m.trainingStateBytes(accumulating);
   // A thread and a BLAS buffer for each of the step's threads; evaluation,
   // on no more threads at once, reuses them.
   const uint64_t threadsAndBlas = uint64_t(threads) * budget.besideEachCall;

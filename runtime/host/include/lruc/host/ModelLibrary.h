@@ -126,6 +126,10 @@ struct Manifest {
   std::map<std::string, Workspace, std::less<>> workspace;
 
   const TensorInfo *findInput(std::string_view name) const;
+  /// The bytes a run holds for the whole of it: the parameters, AdamW's
+  /// two moments and the running statistics, and with `gradientSums`
+  /// (gradient accumulation) a sum for each parameter too.
+  uint64_t trainingStateBytes(bool gradientSums) const;
   /// The workspace a CPU call of `function` at `batch` leases, if known.
   std::optional<uint64_t> workspaceBytes(std::string_view function,
                                          int64_t batch) const;
