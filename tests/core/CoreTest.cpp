@@ -6,11 +6,13 @@
 // the distribution docs/dialect.md gives it. Statistical bounds are about
 // six standard deviations wide, and the draws are deterministic, so these
 // tests never flake. Last, the room under an address-space cap as read
-// from /proc's texts.
+// from /proc's texts, and the x86 extensions a library's records name
+// that a CPU lacks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lruc/core/AddressSpace.h"
+#include "lruc/core/CpuFeatures.h"
 #include "lruc/core/Init.h"
 #include "lruc/core/Random.h"
 
@@ -339,6 +341,65 @@ TEST(AddressSpace, ProcFileBytes) {
   EXPECT_TRUE(lruc::core::procBytesAt(
                   lruc::core::readSmallFile("/proc/self/status"), "VmSize:")
                   .has_value());
+}
+
+// A CPU with AVX2 and FMA and no AVX-512, for the records below.
+bool zen3(std::string_view name) {
+  return name.rfind("avx512", 0) != 0 && name != "gfni";
+}
+
+TEST(CpuFeatures, MissingOnesOnceInOrder) {
+  // Two units' records, as the linker joins them (each ends in a NUL).
+  const std::string records =
+      std::string("avx avx2 fma avx512f avx512bw \0", 31) +
+      std::string("avx2 gfni avx512f \0", 19);
+  EXPECT_EQ(missingCpuFeatures(records, zen3),
+            (std::vector<std::string>{"avx512f", "avx512bw", "gfni"}));
+  EXPECT_TRUE(missingCpuFeatures("avx avx2 fma ", zen3).empty());
+  // No records (a library of an lruc before them): nothing to refuse.
+  EXPECT_TRUE(missingCpuFeatures("", zen3).empty());
+  EXPECT_TRUE(missingCpuFeatures(std::string(4, '\0'), zen3).empty());
+}
+
+TEST(CpuFeatures, AgreeWithTheKernelsFlags) {
+#if !defined(__x86_64__) || !defined(__linux__)
+  GTEST_SKIP() << "x86-64 Linux only";
+#else
+  // /proc/cpuinfo's names where they differ from __builtin_cpu_supports'.
+  std::string text = readSmallFile("/proc/cpuinfo");
+  const size_t flags = text.find("\nflags");
+  ASSERT_NE(flags, std::string::npos);
+  text = text.substr(flags, text.find('\n', flags + 1) - flags) + " ";
+  const std::pair<const char *, const char *> names[] = {
+      {"sse4.1", "sse4_1"},
+      {"sse4.2", "sse4_2"},
+      {"popcnt", "popcnt"},
+      {"avx", "avx"},
+      {"avx2", "avx2"},
+      {"fma", "fma"},
+      {"bmi", "bmi1"},
+      {"bmi2", "bmi2"},
+      {"avx512f", "avx512f"},
+      {"avx512vl", "avx512vl"},
+      {"avx512bw", "avx512bw"},
+      {"avx512dq", "avx512dq"},
+      {"avx512cd", "avx512cd"},
+      {"avx512vnni", "avx512_vnni"},
+      {"avx512bf16", "avx512_bf16"},
+      {"avx512vbmi", "avx512vbmi"},
+      {"avx512vbmi2", "avx512_vbmi2"},
+      {"avx512ifma", "avx512ifma"},
+      {"avx512bitalg", "avx512_bitalg"},
+      {"avx512vpopcntdq", "avx512_vpopcntdq"},
+      {"gfni", "gfni"},
+      {"vpclmulqdq", "vpclmulqdq"}};
+  for (const auto &[name, flag] : names)
+    EXPECT_EQ(cpuSupports(name),
+              text.find(" " + std::string(flag) + " ") != std::string::npos)
+        << name;
+  // A name it does not know counts as present.
+  EXPECT_TRUE(cpuSupports("a-name-no-cpu-has"));
+#endif
 }
 
 } // namespace

@@ -50,6 +50,10 @@ def cpu_multiplies_bf16():
     return "avx512_bf16" in flags or "amx_bf16" in flags
 if cpu_multiplies_bf16():
     config.available_features.add("cpu-bf16")
+# A CPU without AVX-512, which a library compiled for it must be refused on.
+with open("/proc/cpuinfo") as cpuinfo:
+    if "avx512f" not in cpuinfo.read().split():
+        config.available_features.add("cpu-without-avx512")
 # The sanitizer build (LRUC_SANITIZE), for tests left out of it.
 if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitizer")

@@ -1918,7 +1918,11 @@ void profileAdd(int op, std::chrono::steady_clock::time_point start,
   llvm::raw_string_ostream os(modelText);
   // Parameter initialisation, which the model unit alone needs (its header
   // is a quarter of what every unit parses).
-  os << "#include \"lruc/core/Init.h\"\n\nnamespace {\n\n";
+  os << "#include \"lruc/core/Init.h\"\n"
+        "#include \"lruc/core/CpuFeatures.h\"\n\nnamespace {\n\n"
+        "// The x86 extensions this code was compiled for, which the tools "
+        "check\n// before they load the library (lruc/core/CpuFeatures.h).\n"
+        "LRUC_CPU_FEATURES_SECTION(kCpuFeatures);\n\n";
   // Tables.
   emitParamTable(os, "kParams", layout.params);
   emitParamTable(os, "kState", layout.state);

@@ -2,6 +2,8 @@
 
 #include "lruc/host/ModelLibrary.h"
 
+#include "lruc/core/CpuFeatures.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -307,6 +309,66 @@ void checkNotTruncated(const fs::path &path, const std::string &source) {
         source, size, needed));
 }
 
+/// The contents of the section `name` of the 64-bit ELF file `path`; empty
+/// where it has none (a library of an lruc before the section, or not
+/// ELF). Every offset is checked against the file: a corrupt header reads
+/// as no section.
+std::string elfSection(const fs::path &path, std::string_view name) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec || !in.read(reinterpret_cast<char *>(&header), sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_shentsize != sizeof(Elf64_Shdr) ||
+      header.e_shstrndx >= header.e_shnum || header.e_shoff > size ||
+      uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) > size - header.e_shoff)
+    return "";
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  in.seekg(std::streamoff(header.e_shoff));
+  if (!in.read(reinterpret_cast<char *>(sections.data()),
+               std::streamsize(sections.size() * sizeof(Elf64_Shdr))))
+    return "";
+  auto contents = [&](const Elf64_Shdr &section) {
+    std::string bytes;
+    if (section.sh_type == SHT_NOBITS || section.sh_offset > size ||
+        section.sh_size > size - section.sh_offset)
+      return bytes;
+    bytes.resize(section.sh_size);
+    in.seekg(std::streamoff(section.sh_offset));
+    if (!in.read(bytes.data(), std::streamsize(bytes.size())))
+      bytes.clear();
+    return bytes;
+  };
+  const std::string names = contents(sections[header.e_shstrndx]);
+  for (const Elf64_Shdr &section : sections) {
+    if (section.sh_name >= names.size())
+      continue;
+    if (std::string_view(names.c_str() + section.sh_name) == name)
+      return contents(section);
+  }
+  return "";
+}
+
+/// Throws when the library at `path` was compiled for x86 extensions this
+/// CPU lacks (lruc/core/CpuFeatures.h): loaded, it would die of SIGILL.
+void checkCpuFeatures(const fs::path &path, const std::string &source) {
+  const std::vector<std::string> missing = core::missingCpuFeatures(
+      elfSection(path, core::kCpuFeaturesSection), core::cpuSupports);
+  if (missing.empty())
+    return;
+  std::string names;
+  for (const std::string &name : missing)
+    names += (names.empty() ? "" : ", ") + name;
+  throw HostError(fmt::format(
+      "{}: compiled for a CPU with {}, which this CPU lacks (a library is "
+      "built for the machine that compiles it): compile it on this machine "
+      "(`lruc model.lru -o model.so`), or with `lruc --portable` for any "
+      "x86-64 CPU with AVX2 and FMA",
+      source, names));
+}
+
 } // namespace
 
 ModelLibrary ModelLibrary::open(const fs::path &path) {
@@ -325,6 +387,7 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
         source));
 
   checkNotTruncated(path, source);
+  checkCpuFeatures(path, source);
   // dlopen searches the library path for a name without a slash; a path the
   // user typed is meant as a file.
   std::string openPath = path.has_parent_path() ? source : "./" + source;
