@@ -259,6 +259,24 @@ TEST(AtomicWrite, FailsClearlyInAMissingDirectory) {
   }
 }
 
+TEST(AtomicWrite, RefusesADirectory) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "out");
+  try {
+    writeFileAtomically(dir / "out", "x");
+    FAIL();
+  } catch (const HostError &e) {
+    EXPECT_NE(std::string(e.what()).find("out: is a directory, not a file"),
+              std::string::npos)
+        << e.what();
+  }
+  // Nothing was left beside it.
+  size_t files = 0;
+  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
+    (void)entry, ++files;
+  EXPECT_EQ(files, 1u);
+}
+
 // A writer killed in the middle of a save leaves the old file whole.
 TEST(AtomicWrite, SurvivesAKillMidSave) {
   TempDir dir;

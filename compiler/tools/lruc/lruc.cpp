@@ -28,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -350,6 +351,9 @@ int main(int argc, char **argv) {
     return 1;
 
   bool library = emitStage == Stage::Check && outputPath != "-";
+  // Before any work: the output would fail at the end.
+  if (outputPath != "-" && llvm::sys::fs::is_directory(outputPath))
+    return fail("-o " + outputPath + ": is a directory, not a file");
 
   lruc::SourceFile source{inputPath, (*buffer)->getBuffer().str()};
   lruc::DiagnosticEngine diags(source, std::cerr);

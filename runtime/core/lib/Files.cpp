@@ -76,6 +76,11 @@ bool writeFileAtomically(const std::string &given, std::string_view bytes,
   if (isWrittenInPlace(given))
     return writeInPlace(given, bytes, error);
   const std::string path = followLinks(given);
+  struct stat existing;
+  if (::stat(path.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode)) {
+    error = path + ": is a directory, not a file";
+    return false;
+  }
   auto fail = [&](const char *what, int code) {
     error = path + ": cannot " + what + ": " + std::strerror(code);
     return false;
