@@ -21,6 +21,26 @@ std::string directoryOf(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+/// Writes `bytes` over what `path` names, in place.
+bool writeInPlace(const std::string &path, std::string_view bytes,
+                  std::string &error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  int code = fd < 0 ? errno : 0;
+  for (const char *p = bytes.data(), *end = p + bytes.size();
+       code == 0 && p < end;) {
+    const ssize_t written = ::write(fd, p, size_t(end - p));
+    if (written >= 0)
+      p += written;
+    else if (errno != EINTR)
+      code = errno;
+  }
+  if (fd >= 0 && ::close(fd) != 0 && code == 0)
+    code = errno;
+  if (code != 0)
+    error = path + ": cannot write: " + std::strerror(code);
+  return code == 0;
+}
+
 } // namespace
 
 std::string followLinks(std::string path) {
@@ -45,30 +65,6 @@ bool isWrittenInPlace(const std::string &path) {
   return ::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) &&
          !S_ISDIR(existing.st_mode);
 }
-
-namespace {
-
-/// Writes `bytes` over what `path` names, in place.
-bool writeInPlace(const std::string &path, std::string_view bytes,
-                  std::string &error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  int code = fd < 0 ? errno : 0;
-  for (const char *p = bytes.data(), *end = p + bytes.size();
-       code == 0 && p < end;) {
-    const ssize_t written = ::write(fd, p, size_t(end - p));
-    if (written >= 0)
-      p += written;
-    else if (errno != EINTR)
-      code = errno;
-  }
-  if (fd >= 0 && ::close(fd) != 0 && code == 0)
-    code = errno;
-  if (code != 0)
-    error = path + ": cannot write: " + std::strerror(code);
-  return code == 0;
-}
-
-} // namespace
 
 bool writeFileAtomically(const std::string &given, std::string_view bytes,
                          std::string &error) {

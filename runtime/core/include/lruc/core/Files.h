@@ -1,8 +1,9 @@
 //===- Files.h - Files that readers never see half of ----------*- C++ -*-===//
 //
-// The one atomic file write of the runtime: checkpoints and metrics
-// (runtime/host) and the CUDA backend's compiled-kernel cache
-// (runtime/cuda) go through it. Plain C++17 and POSIX.
+// The one atomic file write of the project: checkpoints, metrics and every
+// tool's outputs (runtime/host, runtime/tools), the CUDA backend's
+// compiled-kernel cache (runtime/cuda) and lruc's outputs go through it.
+// Plain C++17 and POSIX.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LRUC_CORE_FILES_H
