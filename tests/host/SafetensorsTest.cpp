@@ -277,6 +277,35 @@ TEST(AtomicWrite, RefusesADirectory) {
   EXPECT_EQ(files, 1u);
 }
 
+// A file read whole in blocks: a regular file (its size known) and a pipe
+// (read until its end, past the first 1 MiB block).
+TEST(ReadWholeFile, RegularFileAndPipe) {
+  TempDir dir;
+  std::string bytes(3 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = char(i * 2654435761u >> 24);
+  writeFileAtomically(dir / "f", bytes);
+  EXPECT_EQ(readWholeFile(dir / "f"), bytes);
+  writeFileAtomically(dir / "empty", "");
+  EXPECT_EQ(readWholeFile(dir / "empty"), "");
+
+  const auto pipe = dir / "pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  std::thread writer([&] {
+    const int fd = open(pipe.c_str(), O_WRONLY);
+    for (size_t at = 0; fd >= 0 && at < bytes.size();) {
+      const ssize_t n = write(fd, bytes.data() + at, bytes.size() - at);
+      if (n <= 0)
+        break;
+      at += size_t(n);
+    }
+    close(fd);
+  });
+  const std::string read = readWholeFile(pipe);
+  writer.join();
+  EXPECT_EQ(read, bytes);
+}
+
 // A writer killed in the middle of a save leaves the old file whole.
 TEST(AtomicWrite, SurvivesAKillMidSave) {
   TempDir dir;

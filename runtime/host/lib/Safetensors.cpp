@@ -301,8 +301,23 @@ std::ifstream openForReading(const fs::path &path, std::ios::openmode mode) {
 
 std::string readWholeFile(const fs::path &path) {
   std::ifstream in = openForReading(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
+  // In blocks, not a character at a time (3-4x slower on a 1 GB file): a
+  // regular file's size and one byte more (its end is then seen in the
+  // same read); a pipe's blocks from 1 MiB, doubling.
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  size_t have = 0;
+  size_t want = ec ? size_t(1) << 20 : size_t(size) + 1;
+  std::string bytes;
+  for (;;) {
+    bytes.resize(have + want);
+    in.read(bytes.data() + have, std::streamsize(want));
+    have += size_t(in.gcount());
+    if (!in)
+      break;
+    want = std::max(want, have);
+  }
+  bytes.resize(have);
   if (in.bad())
     throw HostError(fmt::format("{}: read error", path.string()));
   return bytes;
