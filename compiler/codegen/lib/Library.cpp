@@ -400,6 +400,9 @@ bool compileLibrary(
     launch.push_back(absolutePath(*launcher));
   }
   launch.push_back(absolutePath(*program));
+  // From here, Ctrl-C stops the compilers (each in a process group of its
+  // own) and leaves nothing of the build behind.
+  StopSignals stopSignals;
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("lruc-build", dir)) {
@@ -512,9 +515,6 @@ bool compileLibrary(
     if (progress)
       progress(finished, steps);
   };
-  // Ctrl-C stops the compilers (each in a process group of its own) and
-  // leaves nothing of the build behind.
-  StopSignals stopSignals;
   bool stopping = false;
   tell();
   while (!running.empty() || (!failure && !stopping && next < order.size())) {
