@@ -10,6 +10,7 @@ convert between the block and a {name: array} dictionary.
 
 import ctypes
 import json
+import struct
 
 import numpy as np
 
@@ -99,10 +100,65 @@ def blas_core(library_name="libopenblas.so.0"):
         return "unknown"
 
 
-def _table(dll, symbol, struct, version):
+# /proc/cpuinfo's names for the x86 extensions a library records in its
+# ELF section .lruc_cpu (runtime/core/include/lruc/core/CpuFeatures.h),
+# where they differ from the records'.
+_CPUINFO_NAMES = {"sse4.1": "sse4_1", "sse4.2": "sse4_2", "bmi": "bmi1",
+                  "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
+                  "avx512vbmi2": "avx512_vbmi2",
+                  "avx512bitalg": "avx512_bitalg",
+                  "avx512vpopcntdq": "avx512_vpopcntdq"}
+
+
+def _elf_section(path, name):
+    """The bytes of the section `name` of the 64-bit ELF file `path`; empty
+    where it has none (or is no such file)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2:
+        return b""
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    if shentsize != 64 or shstrndx >= shnum or shoff + 64 * shnum > len(data):
+        return b""
+
+    def header(i):  # sh_name, sh_type, sh_offset, sh_size
+        fields = struct.unpack_from("<IIQQQQ", data, shoff + 64 * i)
+        return fields[0], fields[1], fields[4], fields[5]
+
+    _, _, names_at, names_size = header(shstrndx)
+    names = data[names_at:names_at + names_size]
+    for i in range(shnum):
+        at, kind, offset, size = header(i)
+        end = names.find(b"\0", at)
+        if names[at:end] == name.encode() and kind != 8:  # 8: SHT_NOBITS
+            return data[offset:offset + size]
+    return b""
+
+
+def _check_cpu(path):
+    """Raises LibraryError when the library was compiled for x86 extensions
+    this CPU lacks (loaded, it would die of SIGILL), as lru-train does."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = set(cpuinfo.read().split())
+    except OSError:
+        return
+    records = _elf_section(path, ".lruc_cpu").replace(b"\0", b" ").split()
+    missing = [name.decode() for name in dict.fromkeys(records)
+               if _CPUINFO_NAMES.get(name.decode(), name.decode()) not in flags]
+    if missing:
+        raise LibraryError(
+            f"{path}: compiled for a CPU with {', '.join(missing)}, which this "
+            f"CPU lacks (a library is built for the machine that compiles "
+            f"it): compile it on this machine (`lruc model.lru -o model.so`), "
+            f"or with `lruc --portable` for any x86-64 CPU with AVX2 and FMA")
+
+
+def _table(dll, symbol, table_type, version):
     """The table `symbol(version)` of a library returns (NULL: None)."""
     get = getattr(dll, symbol)
-    get.restype = ctypes.POINTER(struct)
+    get.restype = ctypes.POINTER(table_type)
     get.argtypes = [ctypes.c_uint32]
     table = get(version)
     return table.contents if table else None
@@ -116,6 +172,7 @@ class ModelLibrary:
     """One loaded model library: its manifest and its entry points."""
 
     def __init__(self, path):
+        _check_cpu(path)
         self._dll = ctypes.CDLL(str(path))
         self._model = _table(self._dll, "lruc_model_get", _Model, ABI_VERSION)
         if self._model is None:
