@@ -400,10 +400,18 @@ ModelLibrary ModelLibrary::open(const fs::path &path) {
     // library it needs (absent on this machine, or no memory to map it).
     const bool itself =
         why.rfind(openPath + ":", 0) == 0 || why.rfind(source + ":", 0) == 0;
-    throw HostError(
-        itself ? fmt::format("{}: not a shared library: {}", source, why)
-               : fmt::format("{}: cannot load a library it needs: {}", source,
-                             why));
+    // A model file given where its library goes: say what to do with it.
+    const std::string modelFile =
+        path.extension() == ".lru"
+            ? fmt::format(" (a model file: compile it first, `lruc {} -o "
+                          "{}.so`, and pass the library)",
+                          source, path.stem().string())
+            : "";
+    throw HostError(itself
+                        ? fmt::format("{}: not a shared library: {}{}", source,
+                                      why, modelFile)
+                        : fmt::format("{}: cannot load a library it needs: {}",
+                                      source, why));
   }
   using GetFn = const lruc_model *(*)(uint32_t);
   dlerror();
