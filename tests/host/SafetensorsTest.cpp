@@ -28,6 +28,24 @@ std::string fileWithHeader(const std::string &header, size_t dataBytes) {
   return out + header + std::string(dataBytes, '\0');
 }
 
+/// How many files and folders `dir` holds.
+size_t entriesIn(const TempDir &dir) {
+  size_t entries = 0;
+  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
+    (void)entry, ++entries;
+  return entries;
+}
+
+/// The error writeFileAtomically(path, ...) throws ("(written)" if none).
+std::string writeError(const std::filesystem::path &path) {
+  try {
+    writeFileAtomically(path, "x");
+  } catch (const HostError &e) {
+    return e.what();
+  }
+  return "(written)";
+}
+
 std::string parseError(const std::string &bytes) {
   try {
     SafetensorsFile::parse(bytes, "x.safetensors");
@@ -201,10 +219,7 @@ TEST(AtomicWrite, ReplacesTheFileAndLeavesNoTemporary) {
   writeFileAtomically(dir / "f", "old");
   writeFileAtomically(dir / "f", "new contents");
   EXPECT_EQ(lruc::host::testing::readBytes(dir / "f"), "new contents");
-  size_t files = 0;
-  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
-    (void)entry, ++files;
-  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(entriesIn(dir), 1u);
 }
 
 // A symbolic link keeps pointing where it did: its target is what a save
@@ -241,40 +256,25 @@ TEST(AtomicWrite, WritesIntoAPipe) {
   EXPECT_EQ(std::string(received, size_t(std::max<ssize_t>(length, 0))),
             "through the pipe");
   EXPECT_TRUE(std::filesystem::is_fifo(pipe));
-  size_t files = 0;
-  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
-    (void)entry, ++files;
-  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(entriesIn(dir), 1u);
 }
 
 TEST(AtomicWrite, FailsClearlyInAMissingDirectory) {
   TempDir dir;
-  try {
-    writeFileAtomically(dir / "no/such/dir/f", "x");
-    FAIL();
-  } catch (const HostError &e) {
-    EXPECT_NE(std::string(e.what()).find("no/such/dir/f: cannot create a "
-                                         "temporary file next to it"),
-              std::string::npos);
-  }
+  EXPECT_NE(
+      writeError(dir / "no/such/dir/f")
+          .find("no/such/dir/f: cannot create a temporary file next to it"),
+      std::string::npos);
 }
 
 TEST(AtomicWrite, RefusesADirectory) {
   TempDir dir;
   std::filesystem::create_directory(dir / "out");
-  try {
-    writeFileAtomically(dir / "out", "x");
-    FAIL();
-  } catch (const HostError &e) {
-    EXPECT_NE(std::string(e.what()).find("out: is a directory, not a file"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string error = writeError(dir / "out");
+  EXPECT_NE(error.find("out: is a directory, not a file"), std::string::npos)
+      << error;
   // Nothing was left beside it.
-  size_t files = 0;
-  for (auto &entry : std::filesystem::directory_iterator(dir.path()))
-    (void)entry, ++files;
-  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(entriesIn(dir), 1u);
 }
 
 // A file read whole in blocks: a regular file (its size known) and a pipe

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -269,21 +270,37 @@ TrainSettings parseTrainSettings(std::string_view trainJson,
 
 namespace {
 
+/// A 64-bit ELF file open for reading its headers.
+struct ElfFile {
+  std::ifstream in;
+  Elf64_Ehdr header;
+  uint64_t size = 0; ///< of the file
+};
+
+/// `path` as a 64-bit ELF file; nullopt for anything else (left to dlopen
+/// to refuse) and for a file that cannot be read.
+std::optional<ElfFile> openElf(const fs::path &path) {
+  ElfFile file{std::ifstream(path, std::ios::binary), {}, 0};
+  std::error_code ec;
+  file.size = fs::file_size(path, ec);
+  if (ec ||
+      !file.in.read(reinterpret_cast<char *>(&file.header),
+                    sizeof file.header) ||
+      std::memcmp(file.header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      file.header.e_ident[EI_CLASS] != ELFCLASS64)
+    return std::nullopt;
+  return file;
+}
+
 /// Throws when `path` is a 64-bit ELF file shorter than its own headers say
 /// (a copy or a build cut short). dlopen maps such a file and the process
 /// dies of SIGBUS on the first page past its end, instead of an error.
 /// Anything else that is not a valid library is left to dlopen to refuse.
 void checkNotTruncated(const fs::path &path, const std::string &source) {
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr header;
-  if (!in.read(reinterpret_cast<char *>(&header), sizeof header) ||
-      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
-      header.e_ident[EI_CLASS] != ELFCLASS64)
+  std::optional<ElfFile> elf = openElf(path);
+  if (!elf)
     return;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec)
-    return;
+  auto &[in, header, size] = *elf;
   // Every end computed in 64 bits from 16- and 64-bit fields: a corrupt
   // offset near 2^64 wraps, so it is compared before it is added to.
   uint64_t needed = 0;
@@ -314,14 +331,11 @@ void checkNotTruncated(const fs::path &path, const std::string &source) {
 /// ELF). Every offset is checked against the file: a corrupt header reads
 /// as no section.
 std::string elfSection(const fs::path &path, std::string_view name) {
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr header;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec || !in.read(reinterpret_cast<char *>(&header), sizeof header) ||
-      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
-      header.e_ident[EI_CLASS] != ELFCLASS64 ||
-      header.e_shentsize != sizeof(Elf64_Shdr) ||
+  std::optional<ElfFile> elf = openElf(path);
+  if (!elf)
+    return "";
+  auto &[in, header, size] = *elf;
+  if (header.e_shentsize != sizeof(Elf64_Shdr) ||
       header.e_shstrndx >= header.e_shnum || header.e_shoff > size ||
       uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) > size - header.e_shoff)
     return "";
@@ -358,15 +372,12 @@ void checkCpuFeatures(const fs::path &path, const std::string &source) {
       elfSection(path, core::kCpuFeaturesSection), core::cpuSupports);
   if (missing.empty())
     return;
-  std::string names;
-  for (const std::string &name : missing)
-    names += (names.empty() ? "" : ", ") + name;
   throw HostError(fmt::format(
       "{}: compiled for a CPU with {}, which this CPU lacks (a library is "
       "built for the machine that compiles it): compile it on this machine "
       "(`lruc model.lru -o model.so`), or with `lruc --portable` for any "
       "x86-64 CPU with AVX2 and FMA",
-      source, names));
+      source, fmt::join(missing, ", ")));
 }
 
 } // namespace
