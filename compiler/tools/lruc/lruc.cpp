@@ -27,6 +27,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -228,6 +229,51 @@ int writeOutput(llvm::StringRef text) {
   return 0;
 }
 
+/// Model files are a few KiB; reading stops past this size, so that a
+/// device or a large file named by mistake (/dev/zero, a dataset) is
+/// refused at once instead of read until memory runs out.
+constexpr size_t kMaxModelFileBytes = size_t(16) << 20;
+
+/// The text of the model file at `path` ("-": standard input), or a message
+/// that names the path.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readModelFile(llvm::StringRef path) {
+  auto failure = [&](const llvm::Twine &why) {
+    return llvm::createStringError("cannot read '" + path + "': " + why);
+  };
+  llvm::sys::fs::file_t file = llvm::sys::fs::getStdinHandle();
+  if (path != "-") {
+    llvm::Expected<llvm::sys::fs::file_t> opened =
+        llvm::sys::fs::openNativeFileForRead(path);
+    if (!opened)
+      return failure(llvm::toString(opened.takeError()));
+    file = *opened;
+  }
+  auto closeFile = llvm::make_scope_exit([&] {
+    if (path != "-")
+      llvm::sys::fs::closeFile(file);
+  });
+  llvm::SmallString<0> text;
+  while (true) {
+    size_t size = text.size();
+    text.resize_for_overwrite(size + (size_t(64) << 10));
+    llvm::Expected<size_t> read = llvm::sys::fs::readNativeFile(
+        file, llvm::MutableArrayRef(text.data() + size, text.size() - size));
+    if (!read)
+      return failure(llvm::toString(read.takeError()));
+    text.truncate(size + *read);
+    if (*read == 0)
+      break;
+    if (text.size() > kMaxModelFileBytes)
+      return failure(llvm::formatv("larger than {0}; a model file is a few "
+                                   "KiB of text",
+                                   formatBytes(kMaxModelFileBytes))
+                         .str());
+  }
+  return llvm::MemoryBuffer::getMemBufferCopy(text,
+                                              path == "-" ? "<stdin>" : path);
+}
+
 /// `lruc --stats -o`: what each compiler process took, the longest first
 /// (with as many CPUs as units, the longest unit bounds the build).
 void printBuildStats(const lruc::LibraryBuild &build, llvm::raw_ostream &os) {
@@ -342,9 +388,10 @@ int main(int argc, char **argv) {
   cudaOptions.storage = gpuStorage;
   cudaOptions.columnLoops = cudaColumnLoops;
 
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError())
-    return fail("cannot read '" + inputPath + "': " + ec.message());
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readModelFile(inputPath);
+  if (!buffer)
+    return fail(llvm::toString(buffer.takeError()));
 
   lruc::ConstantOverrides overrides;
   if (!parseDefines(overrides))
