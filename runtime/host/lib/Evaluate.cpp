@@ -390,11 +390,20 @@ double meanOverBatches(const std::vector<double> &weightedLosses,
                    : 0.0;
 }
 
-void runCallsOnCallingThread(const ModelLibrary &library) {
-  for (const char *symbol :
-       {"openblas_set_num_threads", "lruc_cpu_set_threads"})
-    if (auto set = reinterpret_cast<void (*)(int)>(library.findSymbol(symbol)))
-      set(1);
+int shareThreadsWithKernels(const ModelLibrary &library, int callsAtOnce,
+                            int threads) {
+  const int kernelThreads = callsAtOnce > 1 ? 1 : std::max(threads, 1);
+  if (auto set = reinterpret_cast<void (*)(int)>(
+          library.findSymbol("lruc_cpu_set_threads")))
+    set(kernelThreads);
+  // The kernels split their products themselves (and at one thread,
+  // OpenBLAS's threads would contend with the other calls').
+  if (auto set = reinterpret_cast<void (*)(int)>(
+          library.findSymbol("openblas_set_num_threads")))
+    set(1);
+  auto get =
+      reinterpret_cast<int (*)()>(library.findSymbol("lruc_cpu_threads"));
+  return get ? get() : kernelThreads;
 }
 
 EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,

@@ -480,10 +480,8 @@ int evalMain(int argc, char **argv) {
     printResult(what, checkpoint.step, r, confusion);
     return 0;
   }
-  // Batches in parallel, each on one thread (the library's kernel pool
-  // and OpenBLAS would otherwise add threads of their own), as many as
-  // their workspaces fit in memory.
-  runCallsOnCallingThread(library);
+  // Batches in parallel, each on one thread, as many as their workspaces
+  // fit in memory; one batch at a time on all the threads.
   std::string why;
   const int calls = batchesSideBySideOver(int64_t(dataset.size()), m, "forward",
                                           batch, threads, memoryBudget(), why);
@@ -491,6 +489,7 @@ int evalMain(int argc, char **argv) {
     std::fprintf(stderr,
                  "%s: warning: %s (a smaller --batch runs more at once)\n",
                  kTool, why.c_str());
+  shareThreadsWithKernels(library, calls, threads);
   EvalResult r = evaluate(library, checkpoint.params.data(),
                           checkpoint.state.data(), dataset, batch, calls);
   printResult(what, checkpoint.step, r, confusion);

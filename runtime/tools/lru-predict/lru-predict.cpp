@@ -298,7 +298,8 @@ int predictMain(int argc, char **argv) {
           "where to write the predictions (safetensors)");
   cl.flag("batch", &batchFlag, "N", "examples per call (default 32)");
   cl.flag("threads", &threadsFlag, "N",
-          "CPU threads, each running batches (default: all cores)");
+          "CPU threads: batches side by side, or one batch at a time on all "
+          "of them (default: all cores)");
   cl.flag("stream", &stream,
           "run step mode, one step at a time from a fresh carry: the "
           "predictions after every step");
@@ -355,21 +356,24 @@ int predictMain(int argc, char **argv) {
   if (gpu) {
     gpu->reserve(std::min(batch, examples.rows));
     gpu->evaluateCheckpoint(checkpoint);
-  } else {
-    runCallsOnCallingThread(library);
   }
   // One device: one batch at a time; on the CPU no more threads than
-  // batches, nor than their workspaces fit in memory.
-  int workers = 1;
+  // batches, nor than their workspaces fit in memory (one batch at a time
+  // on all the threads).
+  int workers = 1, threadsUsed = 1;
   if (!gpu) {
     std::string why;
-    workers = batchesSideBySideOver(
-        examples.rows, library.manifest(), stream ? "step" : "forward", batch,
-        tools::threadsOrAllCores(threadsFlag), memoryBudget(), why);
+    const int threads = tools::threadsOrAllCores(threadsFlag);
+    workers = batchesSideBySideOver(examples.rows, library.manifest(),
+                                    stream ? "step" : "forward", batch, threads,
+                                    memoryBudget(), why);
     if (!why.empty())
       std::fprintf(stderr,
                    "%s: warning: %s (a smaller --batch runs more at once)\n",
                    kTool, why.c_str());
+    const int kernelThreads =
+        shareThreadsWithKernels(library, workers, threads);
+    threadsUsed = workers > 1 ? workers : kernelThreads;
   }
   Runner runner{library, checkpoint, gpu.get(), {}};
   runner.carries.resize(size_t(workers));
@@ -406,9 +410,9 @@ int predictMain(int argc, char **argv) {
     writeFileAtomically(*carryOutPath, carryOut->encode(metadata));
   }
 
-  const std::string device =
-      gpu ? "gpu: " + gpu->deviceDescription()
-          : fmt::format("cpu ({} thread{})", workers, workers == 1 ? "" : "s");
+  const std::string device = gpu ? "gpu: " + gpu->deviceDescription()
+                                 : fmt::format("cpu ({} thread{})", threadsUsed,
+                                               threadsUsed == 1 ? "" : "s");
   std::printf("%s: %lld examples of %s (step %lld)%s in %.2f s on %s: wrote "
               "predictions %s to %s\n",
               kTool, (long long)examples.rows, m.model.c_str(),

@@ -430,33 +430,6 @@ void planSteps(RunSettings &s, const Flags &f, const TrainSettings &base,
     stored->adopt("eval_batch", s.evalBatch, false, "eval-batch");
 }
 
-//===-- Kernel threads ----------------------------------------------------===//
-
-/// A CPU model library splits its kernels across one thread pool
-/// (lruc_cpu_set_threads, runtime/cpu); the trainer gives it `--threads`
-/// for a training step and one thread while evaluation runs batches in
-/// parallel instead.
-class KernelThreads {
-public:
-  explicit KernelThreads(const ModelLibrary &library)
-      : set_(reinterpret_cast<void (*)(int)>(
-            library.findSymbol("lruc_cpu_set_threads"))),
-        get_(reinterpret_cast<int (*)()>(
-            library.findSymbol("lruc_cpu_threads"))) {}
-  /// Gives the kernels `threads` threads; returns how many they have:
-  /// fewer where the system would not start more (a limit on processes or
-  /// memory), `threads` for a library too old to tell.
-  int use(int threads) const {
-    if (set_)
-      set_(threads);
-    return get_ ? get_() : threads;
-  }
-
-private:
-  void (*set_)(int);
-  int (*get_)();
-};
-
 //===-- The run -----------------------------------------------------------===//
 
 /// Stale temporary files of a save that was killed (writeFileAtomically's
@@ -552,9 +525,12 @@ public:
         train_(data.split(data::Split::Train)), out_(std::move(out)),
         lastPath_(out_ / "last.safetensors"),
         bestPath_(out_ / "best.safetensors"), threads_(threads),
-        evalCalls_(evalCalls), kernelThreads_(library), gpu_(gpu),
+        evalCalls_(evalCalls), gpu_(gpu),
         current_(Checkpoint::zeros(manifest_)) {
-    if (const int started = kernelThreads_.use(threads_); started < threads_) {
+    // The kernels' thread pool (lruc_cpu_set_threads, runtime/cpu) has
+    // `threads` for a step.
+    if (const int started = shareThreadsWithKernels(library_, 1, threads_);
+        started < threads_) {
       std::fprintf(stderr,
                    "%s: warning: %d of the %d threads asked for started (the "
                    "system would not start more: a limit on processes or "
@@ -900,11 +876,20 @@ private:
           },
           data_.split(split), settings_.evalBatch);
     }
-    kernelThreads_.use(1); // batches in parallel instead
+    // Batches in parallel, each on one thread (shareThreadsWithKernels); a
+    // split of one batch on the step's threads.
+    const data::Dataset &dataset = data_.split(split);
+    const auto batches =
+        int64_t((dataset.size() + size_t(settings_.evalBatch) - 1) /
+                size_t(settings_.evalBatch));
+    const int calls = int(std::min<int64_t>(evalCalls_, batches));
+    if (calls > 1)
+      shareThreadsWithKernels(library_, calls, threads_);
     EvalResult r =
         evaluate(library_, checkpoint.params.data(), checkpoint.state.data(),
-                 data_.split(split), settings_.evalBatch, evalCalls_);
-    kernelThreads_.use(threads_);
+                 dataset, settings_.evalBatch, calls);
+    if (calls > 1)
+      shareThreadsWithKernels(library_, 1, threads_);
     return r;
   }
 
@@ -961,7 +946,6 @@ private:
   const fs::path out_, lastPath_, bestPath_;
   int threads_; ///< the step's kernel threads: those that started
   const int evalCalls_;
-  KernelThreads kernelThreads_;
   GpuModel *gpu_; ///< null: the CPU
   std::vector<float> gradSums_; ///< accumulated steps on the CPU
 

@@ -195,10 +195,15 @@ void forEachBatch(
     size_t examples, int64_t batch, int threads,
     const std::function<void(size_t begin, size_t end, int worker)> &work);
 
-/// Makes each call of `library`'s entry points run on its caller's thread
-/// alone (its kernel pool and OpenBLAS at one thread), for callers that run
-/// batches on several threads at once instead.
-void runCallsOnCallingThread(const ModelLibrary &library);
+/// Shares `threads` CPU threads between batches run side by side
+/// (`callsAtOnce` of them, batchesSideBySide) and `library`'s kernel pool:
+/// with several calls at once each runs on its caller's thread alone (the
+/// pool and OpenBLAS at one thread; their own threads would contend with
+/// the calls'), with one at a time (a single batch, or memory for one
+/// workspace) the pool gets all `threads`. Returns the threads each call's
+/// kernels have: fewer than asked where the system would not start more.
+int shareThreadsWithKernels(const ModelLibrary &library, int callsAtOnce,
+                            int threads);
 
 /// The same with any forward (a GPU's): called from `threads` threads at
 /// once, so it must be reentrant when `threads` > 1.
