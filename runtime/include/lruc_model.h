@@ -23,7 +23,9 @@
  * Errors: every entry point returns 0 on success, or nonzero after writing
  * a NUL-terminated message (bad data: a token or label out of range, a
  * length outside [0, L]) into `error` (at most `error_size` bytes). Entry
- * points never abort the host process.
+ * points never abort the host process. A library is compiled for the CPU of
+ * the machine that built it: on a CPU without its x86 extensions (AVX-512,
+ * say) every entry point fails with a message that says so.
  *
  * Entry points are reentrant: calls on different buffers may run
  * concurrently.

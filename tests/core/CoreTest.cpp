@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -344,8 +346,18 @@ TEST(AddressSpace, ProcFileBytes) {
 }
 
 // A CPU with AVX2 and FMA and no AVX-512, for the records below.
-bool zen3(std::string_view name) {
-  return name.rfind("avx512", 0) != 0 && name != "gfni";
+bool zen3(const char *name, size_t length) {
+  const std::string_view n(name, length);
+  return n.rfind("avx512", 0) != 0 && n != "gfni";
+}
+
+/// missingCpuFeatures' names on zen3, joined, and how many it counted.
+std::pair<std::string, int> missingOnZen3(std::string_view records,
+                                          size_t size = 256) {
+  std::string names(size, 'x');
+  const int count = missingCpuFeatures(records.data(), records.size(), zen3,
+                                       names.data(), size);
+  return {size > 0 ? std::string(names.c_str()) : names, count};
 }
 
 TEST(CpuFeatures, MissingOnesOnceInOrder) {
@@ -353,12 +365,35 @@ TEST(CpuFeatures, MissingOnesOnceInOrder) {
   const std::string records =
       std::string("avx avx2 fma avx512f avx512bw \0", 31) +
       std::string("avx2 gfni avx512f \0", 19);
-  EXPECT_EQ(missingCpuFeatures(records, zen3),
-            (std::vector<std::string>{"avx512f", "avx512bw", "gfni"}));
-  EXPECT_TRUE(missingCpuFeatures("avx avx2 fma ", zen3).empty());
+  EXPECT_EQ(missingOnZen3(records),
+            std::pair(std::string("avx512f, avx512bw, gfni"), 3));
+  EXPECT_EQ(missingOnZen3("avx avx2 fma "), std::pair(std::string(), 0));
   // No records (a library of an lruc before them): nothing to refuse.
-  EXPECT_TRUE(missingCpuFeatures("", zen3).empty());
-  EXPECT_TRUE(missingCpuFeatures(std::string(4, '\0'), zen3).empty());
+  EXPECT_EQ(missingOnZen3(""), std::pair(std::string(), 0));
+  EXPECT_EQ(missingOnZen3(std::string(4, '\0')), std::pair(std::string(), 0));
+  // Cut short to fit, still counted; nothing written into no room.
+  EXPECT_EQ(missingOnZen3(records, 10), std::pair(std::string("avx512f, "), 3));
+  EXPECT_EQ(missingOnZen3(records, 0).second, 3);
+}
+
+TEST(CpuFeatures, DescribedOnlyWhereMissing) {
+  char message[512] = "untouched";
+  // Extensions every x86-64 CPU has, and a name no check knows.
+  EXPECT_FALSE(describeMissingCpuFeatures("sse4.1 \0later ", 15, message,
+                                          sizeof message));
+  EXPECT_STREQ(message, "untouched");
+#if defined(__x86_64__) && defined(__linux__)
+  if (cpuSupports("avx512f", 7))
+    return;
+  ASSERT_TRUE(
+      describeMissingCpuFeatures("avx2 avx512f ", 13, message, sizeof message));
+  EXPECT_EQ(std::string(message).rfind(
+                "compiled for a CPU with avx512f, which this CPU lacks (a "
+                "library is built for the machine that compiles it)",
+                0),
+            0u)
+      << message;
+#endif
 }
 
 TEST(CpuFeatures, AgreeWithTheKernelsFlags) {
@@ -394,11 +429,12 @@ TEST(CpuFeatures, AgreeWithTheKernelsFlags) {
       {"gfni", "gfni"},
       {"vpclmulqdq", "vpclmulqdq"}};
   for (const auto &[name, flag] : names)
-    EXPECT_EQ(cpuSupports(name),
+    EXPECT_EQ(cpuSupports(name, std::strlen(name)),
               text.find(" " + std::string(flag) + " ") != std::string::npos)
         << name;
-  // A name it does not know counts as present.
-  EXPECT_TRUE(cpuSupports("a-name-no-cpu-has"));
+  // A name it does not know counts as present; a name is its bytes alone.
+  EXPECT_TRUE(cpuSupports("a-name-no-cpu-has", 17));
+  EXPECT_EQ(cpuSupports("avx512f", 3), cpuSupports("avx", 3));
 #endif
 }
 

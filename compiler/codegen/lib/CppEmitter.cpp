@@ -1919,9 +1919,11 @@ void profileAdd(int op, std::chrono::steady_clock::time_point start,
   // Parameter initialisation, which the model unit alone needs (its header
   // is a quarter of what every unit parses).
   os << "#include \"lruc/core/Init.h\"\n"
-        "#include \"lruc/core/CpuFeatures.h\"\n\nnamespace {\n\n"
+        "#include \"lruc/core/CpuFeatures.h\"\n"
+        "#include \"lruc/cpu/ModelForThisCpu.h\"\n\nnamespace {\n\n"
         "// The x86 extensions this code was compiled for, which the tools "
-        "check\n// before they load the library (lruc/core/CpuFeatures.h).\n"
+        "check\n// before they load the library (lruc/core/CpuFeatures.h), "
+        "and lruc_model_get\n// when it is asked.\n"
         "LRUC_CPU_FEATURES_SECTION(kCpuFeatures);\n\n";
   // Tables.
   emitParamTable(os, "kParams", layout.params);
@@ -2191,9 +2193,14 @@ lruc_profile_entry gProfileSnapshot[kProfiledOps];
   if (options.profile)
     os << "lruc_library::ProfileCounter &lruc_library::profileCounter(int "
           "op) {\n  return gProfileCounters[op];\n}\n\n";
+  // On a CPU without the extensions the library was compiled for, a model
+  // whose entry points say so (lruc/cpu/ModelForThisCpu.h).
   os << "extern \"C\" __attribute__((visibility(\"default\"))) const "
         "lruc_model *\nlruc_model_get(uint32_t abi_version) {\n"
-        "  return abi_version == LRUC_ABI_VERSION ? &kModel : nullptr;\n}\n";
+        "  if (abi_version != LRUC_ABI_VERSION)\n    return nullptr;\n"
+        "  static const lruc_model *const model =\n"
+        "      lruc::cpu::modelForThisCpu(&kModel, kCpuFeatures);\n"
+        "  return model;\n}\n";
   if (options.profile)
     os << R"cpp(
 extern "C" __attribute__((visibility("default"))) const lruc_profile_entry *

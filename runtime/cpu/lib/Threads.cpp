@@ -23,6 +23,7 @@
 
 #include "lruc/core/CpuFeatures.h"
 #include "lruc/cpu/Kernels.h"
+#include "lruc/cpu/ModelForThisCpu.h"
 
 #include "BlasBuffers.h"
 
@@ -382,9 +383,14 @@ bool forStreamPartsRaw(int64_t batch, int64_t weightBytes, StreamPartBody body,
 } // namespace lruc::cpu
 
 // The x86 extensions the kernels were compiled for (-march=native, or
-// x86-64-v3 for `lruc --portable`), checked before a library is loaded;
-// in this file, which every library links (lruc_cpu_set_threads).
+// x86-64-v3 for `lruc --portable`), checked before a library is loaded and
+// by the library itself (ModelForThisCpu.cpp); in this file, which every
+// library links (lruc_cpu_set_threads).
 LRUC_CPU_FEATURES_SECTION(kKernelCpuFeatures);
+
+const char *lruc::cpu::detail::kernelCpuFeatures() {
+  return kKernelCpuFeatures;
+}
 
 extern "C" __attribute__((visibility("default"))) void
 lruc_cpu_set_threads(int threads) {

@@ -368,16 +368,11 @@ std::string elfSection(const fs::path &path, std::string_view name) {
 /// Throws when the library at `path` was compiled for x86 extensions this
 /// CPU lacks (lruc/core/CpuFeatures.h): loaded, it would die of SIGILL.
 void checkCpuFeatures(const fs::path &path, const std::string &source) {
-  const std::vector<std::string> missing = core::missingCpuFeatures(
-      elfSection(path, core::kCpuFeaturesSection), core::cpuSupports);
-  if (missing.empty())
-    return;
-  throw HostError(fmt::format(
-      "{}: compiled for a CPU with {}, which this CPU lacks (a library is "
-      "built for the machine that compiles it): compile it on this machine "
-      "(`lruc model.lru -o model.so`), or with `lruc --portable` for any "
-      "x86-64 CPU with AVX2 and FMA",
-      source, fmt::join(missing, ", ")));
+  const std::string records = elfSection(path, core::kCpuFeaturesSection);
+  char why[1024];
+  if (core::describeMissingCpuFeatures(records.data(), records.size(), why,
+                                       sizeof why))
+    throw HostError(fmt::format("{}: {}", source, why));
 }
 
 } // namespace

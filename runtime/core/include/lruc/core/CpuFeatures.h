@@ -13,9 +13,8 @@
 #ifndef LRUC_CORE_CPUFEATURES_H
 #define LRUC_CORE_CPUFEATURES_H
 
-#include <string>
+#include <cstddef>
 #include <string_view>
-#include <vector>
 
 // The extensions a compiler targets, as names __builtin_cpu_supports knows
 // (GCC's and Clang's alike), each followed by a space.
@@ -151,16 +150,32 @@ namespace lruc::core {
 /// The ELF section that holds a library's records.
 inline constexpr std::string_view kCpuFeaturesSection = ".lruc_cpu";
 
-/// The extensions named in `records` (names separated by spaces or NULs)
-/// that `supports` says the CPU lacks, each once, in the order first named.
-/// Names it does not know count as present.
-std::vector<std::string>
-missingCpuFeatures(std::string_view records,
-                   bool (*supports)(std::string_view name));
+// The functions below are plain C inside (no template or inline function of
+// the standard library): a model library runs them when it is loaded
+// (lruc::cpu::modelForThisCpu) on a CPU that may lack the extensions, and an
+// inline function's one copy in the library may be the copy compiled for
+// them.
 
-/// Whether this CPU has the extension `name` (one of the names above);
-/// true for names it does not know, and on machines other than x86-64.
-bool cpuSupports(std::string_view name);
+/// Whether this CPU has the extension named by the `length` bytes at
+/// `name` (one of the names above); true for names it does not know, and
+/// on machines other than x86-64.
+bool cpuSupports(const char *name, size_t length);
+
+/// The extensions named in the `bytes` bytes of `records` (names separated
+/// by spaces or NULs) that `supports` says the CPU lacks, each once, in the
+/// order first named, joined by ", " into `names` (NUL-terminated, cut
+/// short to fit `size` bytes); returns how many.
+int missingCpuFeatures(const char *records, size_t bytes,
+                       bool (*supports)(const char *name, size_t length),
+                       char *names, size_t size);
+
+/// Where this CPU lacks an extension named in `records` (cpuSupports):
+/// writes why code compiled with them cannot run here and what to do into
+/// `message` ("compiled for a CPU with avx512f, avx512bw, which this CPU
+/// lacks ...", NUL-terminated, cut short to fit `size` bytes) and returns
+/// true; else false, `message` untouched.
+bool describeMissingCpuFeatures(const char *records, size_t bytes,
+                                char *message, size_t size);
 
 } // namespace lruc::core
 
