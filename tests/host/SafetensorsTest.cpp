@@ -306,6 +306,16 @@ TEST(ReadWholeFile, RegularFileAndPipe) {
   EXPECT_EQ(read, bytes);
 }
 
+// A device named by mistake is refused before a read that would not end.
+TEST(ReadWholeFile, RefusesADevice) {
+  try {
+    readWholeFile("/dev/zero");
+    FAIL() << "read /dev/zero";
+  } catch (const HostError &e) {
+    EXPECT_STREQ(e.what(), "/dev/zero: is a device, not a file");
+  }
+}
+
 // A writer killed in the middle of a save leaves the old file whole.
 TEST(AtomicWrite, SurvivesAKillMidSave) {
   TempDir dir;

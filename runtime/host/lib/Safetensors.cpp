@@ -284,10 +284,15 @@ void writeFileAtomically(const fs::path &path, std::string_view bytes) {
 std::ifstream openForReading(const fs::path &path, std::ios::openmode mode) {
   // A directory opens as a stream whose first read throws libstdc++'s
   // "basic_filebuf::underflow error", which names no file.
-  std::error_code dirEc;
-  if (fs::is_directory(path, dirEc))
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status))
     throw HostError(
         fmt::format("{}: is a directory, not a file", path.string()));
+  // A device (/dev/zero, a terminal, a disk) named by mistake would be read
+  // until memory runs out; a pipe is read to its end.
+  if (fs::is_character_file(status) || fs::is_block_file(status))
+    throw HostError(fmt::format("{}: is a device, not a file", path.string()));
   std::ifstream in(path, mode);
   if (!in) {
     std::error_code ec;

@@ -22,7 +22,8 @@ public:
 };
 
 /// `path` opened for reading; HostError "PATH: no such file", "PATH: is a
-/// directory, not a file" or "PATH: cannot open: REASON" otherwise.
+/// directory, not a file", "PATH: is a device, not a file" or "PATH:
+/// cannot open: REASON" otherwise (a pipe opens).
 std::ifstream openForReading(const std::filesystem::path &path,
                              std::ios::openmode mode = std::ios::in);
 
