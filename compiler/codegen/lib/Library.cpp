@@ -203,13 +203,13 @@ bool startJob(Job &job, std::string &why) {
   return !failed;
 }
 
-/// Whether `job` has ended (waiting for it if `wait`); its result in `ok`
+/// Whether `job` has ended (without waiting for it); its result in `ok`
 /// and, for a failure that left no log, `why`.
-bool jobEnded(Job &job, bool wait, bool &ok, std::string &why) {
+bool jobEnded(Job &job, bool &ok, std::string &why) {
   int status = 0;
   pid_t done;
   do
-    done = waitpid(job.pid, &status, wait ? 0 : WNOHANG);
+    done = waitpid(job.pid, &status, WNOHANG);
   while (done < 0 && errno == EINTR);
   if (done == 0)
     return false;
@@ -308,19 +308,26 @@ std::string placeLibrary(const std::string &partial, const std::string &given,
 /// The signal that asked a build to stop (SIGINT, SIGTERM, SIGHUP), or 0.
 volatile std::sig_atomic_t stopSignal = 0;
 extern "C" void noteStopSignal(int signal) { stopSignal = signal; }
+/// Whether Ctrl-Z (SIGTSTP) asked the build to pause.
+volatile std::sig_atomic_t pauseAsked = 0;
+extern "C" void notePause(int) { pauseAsked = 1; }
 
 /// While it lives, SIGINT, SIGTERM and SIGHUP (those not ignored) only ask
 /// the build to stop: it stops its compilers and removes its files, then
 /// `dieOf` puts the previous handlers back and raises the signal again, so
-/// that lruc ends as the signal would have ended it.
+/// that lruc ends as the signal would have ended it. SIGTSTP (Ctrl-Z) only
+/// asks it to pause: `pauseIfAsked` stops the compilers, then lruc as the
+/// signal would have, and continues them when lruc is continued (the
+/// terminal signals lruc's process group alone, not theirs).
 class StopSignals {
 public:
   StopSignals() {
     stopSignal = 0;
-    struct sigaction note = {};
-    note.sa_handler = noteStopSignal;
-    sigemptyset(&note.sa_mask);
+    pauseAsked = 0;
     for (size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction note = {};
+      note.sa_handler = kSignals[i] == SIGTSTP ? notePause : noteStopSignal;
+      sigemptyset(&note.sa_mask);
       struct sigaction &previous = previous_[i];
       installed_[i] = sigaction(kSignals[i], nullptr, &previous) == 0 &&
                       previous.sa_handler != SIG_IGN &&
@@ -339,6 +346,26 @@ public:
     std::_Exit(128 + signal);
   }
 
+  /// After a SIGTSTP: stops the process groups `groups` (the running
+  /// compilers), then this process as SIGTSTP does (unless its process
+  /// group is orphaned: then nothing could continue it, and the signal is
+  /// dropped), and once it is continued, them.
+  void pauseIfAsked(llvm::ArrayRef<pid_t> groups) {
+    if (!pauseAsked)
+      return;
+    pauseAsked = 0;
+    for (pid_t group : groups)
+      kill(-group, SIGTSTP);
+    struct sigaction byDefault = {}, mine = {};
+    byDefault.sa_handler = SIG_DFL;
+    sigemptyset(&byDefault.sa_mask);
+    sigaction(SIGTSTP, &byDefault, &mine);
+    std::raise(SIGTSTP); // returns when continued
+    sigaction(SIGTSTP, &mine, nullptr);
+    for (pid_t group : groups)
+      kill(-group, SIGCONT);
+  }
+
 private:
   void restore() {
     for (size_t i = 0; i < kSignals.size(); ++i)
@@ -347,9 +374,10 @@ private:
     installed_.fill(false);
   }
 
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> previous_ = {};
-  std::array<bool, 3> installed_ = {};
+  static constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP,
+                                                  SIGTSTP};
+  std::array<struct sigaction, 4> previous_ = {};
+  std::array<bool, 4> installed_ = {};
 };
 
 /// How many compiler processes run at once: `LRUC_JOBS`, else the CPUs
@@ -518,6 +546,12 @@ bool compileLibrary(
   bool stopping = false;
   tell();
   while (!running.empty() || (!failure && !stopping && next < order.size())) {
+    if (pauseAsked) {
+      llvm::SmallVector<pid_t> groups;
+      for (Job *job : running)
+        groups.push_back(job->pid);
+      stopSignals.pauseIfAsked(groups);
+    }
     if (stopSignal && !stopping) {
       stopping = true;
       for (Job *job : running)
@@ -536,9 +570,8 @@ bool compileLibrary(
     }
     bool ok = true;
     std::string waitError;
-    auto done = llvm::find_if(running, [&](Job *job) {
-      return jobEnded(*job, /*wait=*/false, ok, waitError);
-    });
+    auto done = llvm::find_if(
+        running, [&](Job *job) { return jobEnded(*job, ok, waitError); });
     if (done == running.end()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       continue;
@@ -555,8 +588,17 @@ bool compileLibrary(
   if (!failure && !stopping) {
     std::string linkError;
     bool linked = startJob(link, linkError);
-    if (linked)
-      jobEnded(link, /*wait=*/true, linked, linkError);
+    // Polled, as the compiles are, so that Ctrl-C stops the link and
+    // Ctrl-Z pauses it.
+    bool stoppedLink = false;
+    while (linked && !jobEnded(link, linked, linkError)) {
+      if (stopSignal && !stoppedLink) {
+        kill(-link.pid, SIGTERM);
+        stoppedLink = true;
+      }
+      stopSignals.pauseIfAsked({link.pid});
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (!linked) {
       failure = &link;
       why = linkError;
