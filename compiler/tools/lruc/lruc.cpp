@@ -270,7 +270,11 @@ readModelFile(llvm::StringRef path) {
                                    formatBytes(kMaxModelFileBytes))
                          .str());
   }
-  return llvm::MemoryBuffer::getMemBufferCopy(text,
+  // A UTF-8 byte-order mark, as some editors begin a file with, is no
+  // part of the model (and the columns on its line count from after it).
+  llvm::StringRef model = text;
+  model.consume_front("\xEF\xBB\xBF");
+  return llvm::MemoryBuffer::getMemBufferCopy(model,
                                               path == "-" ? "<stdin>" : path);
 }
 
