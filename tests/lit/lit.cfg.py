@@ -54,9 +54,16 @@ if cpu_multiplies_bf16():
 with open("/proc/cpuinfo") as cpuinfo:
     if "avx512f" not in cpuinfo.read().split():
         config.available_features.add("cpu-without-avx512")
-# The sanitizer build (LRUC_SANITIZE), for tests left out of it.
-if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+# The sanitizer build (LRUC_SANITIZE), for tests left out of it; a
+# program a test compiles to load that build's model libraries (sanitized
+# code, which needs the sanitizers' runtime in the process) is compiled
+# with %host_program_flags.
+sanitize = config.sanitize.upper() in ("ON", "1", "TRUE", "YES")
+if sanitize:
     config.available_features.add("sanitizer")
+config.substitutions.append(
+    ("%host_program_flags",
+     "-fsanitize=address,undefined" if sanitize else ""))
 
 # tests/lit/reference: PyTorch and JAX side by side with lruc, where the
 # reference Python (bench/reference/setup.sh) has them.
