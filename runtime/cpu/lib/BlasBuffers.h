@@ -8,8 +8,10 @@
 // virtual memory limit) a call would hang instead of failing. So under a
 // cap the kernels count their BLAS calls running at once, and a call's
 // workspace lease checks that the room left holds the buffers its calls
-// may still need (lruc::cpu::WorkspaceLease::take; the buffer's size is
-// core::kBlasBufferBytes). Internal to runtime/cpu.
+// may still need, and the malloc arenas the pool's threads may reserve
+// before them (lruc::cpu::WorkspaceLease::take; the sizes are
+// core::kBlasBufferBytes and core::kMallocArenaBytes). Internal to
+// runtime/cpu.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LRUC_CPU_BLASBUFFERS_H

@@ -1508,19 +1508,29 @@ bool blasBuffersFit(int64_t batch, int64_t bytes, std::string &error) {
   const int more = atOnce - accounting.most.load();
   if (more <= 0)
     return true;
+  // A buffer mapped by one of the pool's other threads may come with that
+  // thread's malloc arena (at its first call; the calling thread has its
+  // own by now, having allocated the workspace): without them in the
+  // count, a buffer that fit at the check found its room taken and hung.
+  const int otherThreads = std::min(more, atOnce - 1);
+  const uint64_t buffers = uint64_t(more) * core::kBlasBufferBytes;
+  const uint64_t arenas = uint64_t(otherThreads) * core::kMallocArenaBytes;
   const std::optional<uint64_t> left = core::addressSpaceLeft();
-  if (!left || *left >= uint64_t(more) * core::kBlasBufferBytes)
+  if (!left || *left >= buffers + arenas)
     return true;
   error = "not enough memory under the address-space limit (ulimit -v): "
           "beside the workspace of a batch of " +
           std::to_string(batch) + " (" + core::formatBytes(double(bytes)) +
           ") it leaves " + core::formatBytes(double(*left)) +
           ", and OpenBLAS's buffers need " +
-          core::formatBytes(double(more * core::kBlasBufferBytes)) + " more (" +
+          core::formatBytes(double(buffers + arenas)) + " more (" +
           core::formatBytes(double(core::kBlasBufferBytes)) +
           " for each of up to " + std::to_string(atOnce) +
-          (atOnce == 1 ? " call" : " calls") +
-          " at once); fewer threads, a smaller batch or a higher limit";
+          (atOnce == 1 ? " call" : " calls") + " at once" +
+          (arenas ? ", and " + core::formatBytes(double(arenas)) +
+                        " for the malloc arenas of the threads that run them"
+                  : std::string()) +
+          "); fewer threads, a smaller batch or a higher limit";
   return false;
 }
 

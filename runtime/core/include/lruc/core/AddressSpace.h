@@ -21,6 +21,11 @@ namespace lruc::core {
 constexpr uint64_t kBlasBufferBytes =
     (uint64_t(128) << 20) + (uint64_t(1) << 20);
 
+/// The address space glibc reserves for a thread's malloc arena at the
+/// thread's first allocation (64 MiB on 64-bit): a pool thread's first
+/// OpenBLAS call may take it before its buffer.
+constexpr uint64_t kMallocArenaBytes = uint64_t(64) << 20;
+
 /// The whole of a small file (a /proc or /sys one), or "" when unreadable.
 std::string readSmallFile(const char *path);
 
