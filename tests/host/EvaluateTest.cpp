@@ -362,4 +362,30 @@ TEST(Evaluate, BatchesSideBySideOverTheExamples) {
   EXPECT_EQ(batchesSideBySideOver(0, m, "forward", 10, 16, {}, why), 1);
 }
 
+TEST(Evaluate, OneBatchAtATimeHasTheThreads) {
+  Manifest m = manifestWith({}, 10);
+  m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
+  std::string why;
+  // Three batches side by side, each call on one kernel thread.
+  EvaluationThreads plan = evaluationThreads(25, m, "forward", 10, 16, {}, why);
+  EXPECT_EQ(plan.calls, 3);
+  EXPECT_EQ(plan.kernelThreads, 1);
+  // One batch: its kernels on every thread.
+  plan = evaluationThreads(4, m, "forward", 10, 16, {}, why);
+  EXPECT_EQ(plan.calls, 1);
+  EXPECT_EQ(plan.kernelThreads, 16);
+  // Under an address-space cap, as many as fit beside its workspace (4
+  // MiB): 296 MiB hold three threads of 90.
+  plan = evaluationThreads(4, m, "forward", 10, 16,
+                           {uint64_t(300) << 20, uint64_t(90) << 20}, why);
+  EXPECT_EQ(plan.calls, 1);
+  EXPECT_EQ(plan.kernelThreads, 3);
+  // Memory for one workspace alone: one thread, and the warning's why.
+  plan = evaluationThreads(40, m, "forward", 10, 16,
+                           {uint64_t(50) << 20, uint64_t(90) << 20}, why);
+  EXPECT_EQ(plan.calls, 1);
+  EXPECT_EQ(plan.kernelThreads, 1);
+  EXPECT_EQ(why.substr(0, 23), "1 batch at a time, not ");
+}
+
 } // namespace

@@ -311,6 +311,27 @@ int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
                            why);
 }
 
+EvaluationThreads evaluationThreads(int64_t examples, const Manifest &manifest,
+                                    std::string_view function, int64_t batch,
+                                    int threads, const MemoryBudget &budget,
+                                    std::string &why) {
+  EvaluationThreads plan;
+  plan.calls = batchesSideBySideOver(examples, manifest, function, batch,
+                                     threads, budget, why);
+  if (plan.calls > 1)
+    return plan;
+  const int64_t callBatch =
+      std::clamp<int64_t>(batch, 1, std::max<int64_t>(examples, 1));
+  const std::optional<uint64_t> workspace =
+      manifest.workspaceBytes(function, callBatch);
+  plan.kernelThreads = std::max(threads, 1);
+  if (budget.besideEachCall && budget.available && workspace)
+    plan.kernelThreads = callsThatFit(
+        plan.kernelThreads, budget.besideEachCall,
+        *budget.available > *workspace ? *budget.available - *workspace : 0);
+  return plan;
+}
+
 void forEachBatch(
     size_t examples, int64_t batch, int threads,
     const std::function<void(size_t begin, size_t end, int worker)> &work) {
@@ -390,12 +411,11 @@ double meanOverBatches(const std::vector<double> &weightedLosses,
                    : 0.0;
 }
 
-int shareThreadsWithKernels(const ModelLibrary &library, int callsAtOnce,
-                            int threads) {
-  const int kernelThreads = callsAtOnce > 1 ? 1 : std::max(threads, 1);
+int useKernelThreads(const ModelLibrary &library, int threads) {
+  threads = std::max(threads, 1);
   if (auto set = reinterpret_cast<void (*)(int)>(
           library.findSymbol("lruc_cpu_set_threads")))
-    set(kernelThreads);
+    set(threads);
   // The kernels split their products themselves (and at one thread,
   // OpenBLAS's threads would contend with the other calls').
   if (auto set = reinterpret_cast<void (*)(int)>(
@@ -403,7 +423,7 @@ int shareThreadsWithKernels(const ModelLibrary &library, int callsAtOnce,
     set(1);
   auto get =
       reinterpret_cast<int (*)()>(library.findSymbol("lruc_cpu_threads"));
-  return get ? get() : kernelThreads;
+  return get ? get() : threads;
 }
 
 EvalResult evaluate(const Manifest &manifest, const ForwardFn &forward,

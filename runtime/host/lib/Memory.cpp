@@ -91,8 +91,9 @@ std::optional<uint64_t> availableMemoryBytes() {
 
 MemoryBudget memoryBudget() {
   // A thread's address space: its stack (8 MiB, the usual RLIMIT_STACK)
-  // and the malloc arena glibc reserves for it (64 MiB on 64-bit).
-  constexpr uint64_t kThreadBytes = uint64_t(8 + 64) << 20;
+  // and the malloc arena glibc reserves for it.
+  constexpr uint64_t kThreadBytes =
+      (uint64_t(8) << 20) + core::kMallocArenaBytes;
   MemoryBudget budget;
   budget.available = availableMemoryBytes();
   if (core::addressSpaceLeft())

@@ -481,17 +481,18 @@ int evalMain(int argc, char **argv) {
     return 0;
   }
   // Batches in parallel, each on one thread, as many as their workspaces
-  // fit in memory; one batch at a time on all the threads.
+  // fit in memory; one batch at a time on the threads.
   std::string why;
-  const int calls = batchesSideBySideOver(int64_t(dataset.size()), m, "forward",
-                                          batch, threads, memoryBudget(), why);
+  const EvaluationThreads plan =
+      evaluationThreads(int64_t(dataset.size()), m, "forward", batch, threads,
+                        memoryBudget(), why);
   if (!why.empty())
     std::fprintf(stderr,
                  "%s: warning: %s (a smaller --batch runs more at once)\n",
                  kTool, why.c_str());
-  shareThreadsWithKernels(library, calls, threads);
+  useKernelThreads(library, plan.kernelThreads);
   EvalResult r = evaluate(library, checkpoint.params.data(),
-                          checkpoint.state.data(), dataset, batch, calls);
+                          checkpoint.state.data(), dataset, batch, plan.calls);
   printResult(what, checkpoint.step, r, confusion);
   return 0;
 }

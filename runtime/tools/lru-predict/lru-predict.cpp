@@ -359,20 +359,19 @@ int predictMain(int argc, char **argv) {
   }
   // One device: one batch at a time; on the CPU no more threads than
   // batches, nor than their workspaces fit in memory (one batch at a time
-  // on all the threads).
+  // on the threads).
   int workers = 1, threadsUsed = 1;
   if (!gpu) {
     std::string why;
-    const int threads = tools::threadsOrAllCores(threadsFlag);
-    workers = batchesSideBySideOver(examples.rows, library.manifest(),
-                                    stream ? "step" : "forward", batch, threads,
-                                    memoryBudget(), why);
+    const EvaluationThreads plan = evaluationThreads(
+        examples.rows, library.manifest(), stream ? "step" : "forward", batch,
+        tools::threadsOrAllCores(threadsFlag), memoryBudget(), why);
     if (!why.empty())
       std::fprintf(stderr,
                    "%s: warning: %s (a smaller --batch runs more at once)\n",
                    kTool, why.c_str());
-    const int kernelThreads =
-        shareThreadsWithKernels(library, workers, threads);
+    workers = plan.calls;
+    const int kernelThreads = useKernelThreads(library, plan.kernelThreads);
     threadsUsed = workers > 1 ? workers : kernelThreads;
   }
   Runner runner{library, checkpoint, gpu.get(), {}};

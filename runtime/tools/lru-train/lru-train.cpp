@@ -529,7 +529,7 @@ public:
         current_(Checkpoint::zeros(manifest_)) {
     // The kernels' thread pool (lruc_cpu_set_threads, runtime/cpu) has
     // `threads` for a step.
-    if (const int started = shareThreadsWithKernels(library_, 1, threads_);
+    if (const int started = useKernelThreads(library_, threads_);
         started < threads_) {
       std::fprintf(stderr,
                    "%s: warning: %d of the %d threads asked for started (the "
@@ -876,20 +876,20 @@ private:
           },
           data_.split(split), settings_.evalBatch);
     }
-    // Batches in parallel, each on one thread (shareThreadsWithKernels); a
-    // split of one batch on the step's threads.
+    // Batches in parallel, each on one thread (evaluationThreads); a split
+    // of one batch on the step's threads.
     const data::Dataset &dataset = data_.split(split);
     const auto batches =
         int64_t((dataset.size() + size_t(settings_.evalBatch) - 1) /
                 size_t(settings_.evalBatch));
     const int calls = int(std::min<int64_t>(evalCalls_, batches));
     if (calls > 1)
-      shareThreadsWithKernels(library_, calls, threads_);
+      useKernelThreads(library_, 1);
     EvalResult r =
         evaluate(library_, checkpoint.params.data(), checkpoint.state.data(),
                  dataset, settings_.evalBatch, calls);
     if (calls > 1)
-      shareThreadsWithKernels(library_, 1, threads_);
+      useKernelThreads(library_, threads_);
     return r;
   }
 

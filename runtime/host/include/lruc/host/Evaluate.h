@@ -56,6 +56,24 @@ int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
                           std::string_view function, int64_t batch, int threads,
                           const MemoryBudget &budget, std::string &why);
 
+/// How evaluation runs its calls of `function` on `threads` CPU threads.
+struct EvaluationThreads {
+  int calls = 1;         ///< batches side by side, each on a thread
+  int kernelThreads = 1; ///< the kernel pool's threads (useKernelThreads)
+};
+
+/// For `examples` in batches of `batch` on `threads` threads: the calls
+/// batchesSideBySideOver runs side by side (`why` as it says), each call's
+/// kernels on one thread (the pool's threads would contend with the
+/// calls'); or, where that is one call at a time (a single batch, or memory
+/// for one workspace), its kernels on as many of the threads as the budget
+/// holds beside its workspace (each thread with what besideEachCall counts
+/// under an address-space cap).
+EvaluationThreads evaluationThreads(int64_t examples, const Manifest &manifest,
+                                    std::string_view function, int64_t batch,
+                                    int threads, const MemoryBudget &budget,
+                                    std::string &why);
+
 /// Index of the largest of `count` values (the first on a tie); a NaN never
 /// wins, and all-NaN gives -1 (counted as wrong).
 int64_t argmax(const float *values, int64_t count);
@@ -195,15 +213,10 @@ void forEachBatch(
     size_t examples, int64_t batch, int threads,
     const std::function<void(size_t begin, size_t end, int worker)> &work);
 
-/// Shares `threads` CPU threads between batches run side by side
-/// (`callsAtOnce` of them, batchesSideBySide) and `library`'s kernel pool:
-/// with several calls at once each runs on its caller's thread alone (the
-/// pool and OpenBLAS at one thread; their own threads would contend with
-/// the calls'), with one at a time (a single batch, or memory for one
-/// workspace) the pool gets all `threads`. Returns the threads each call's
-/// kernels have: fewer than asked where the system would not start more.
-int shareThreadsWithKernels(const ModelLibrary &library, int callsAtOnce,
-                            int threads);
+/// Gives `library`'s kernel pool `threads` threads (lruc_cpu_set_threads;
+/// OpenBLAS at one, as the kernels split their products themselves).
+/// Returns how many it has: fewer where the system would not start more.
+int useKernelThreads(const ModelLibrary &library, int threads);
 
 /// The same with any forward (a GPU's): called from `threads` threads at
 /// once, so it must be reentrant when `threads` > 1.
