@@ -338,16 +338,16 @@ TEST(Evaluate, BatchesSideBySideOverTheExamples) {
   m.workspace["forward"] = {1 << 20, 0}; // 1 MiB an example
   std::string why;
   // 25 examples in batches of 10: three batches, never more calls.
-  EXPECT_EQ(batchesSideBySideOver(25, m, "forward", 10, 16, {}, why), 3);
+  EXPECT_EQ(evaluationThreads(25, m, "forward", 10, 16, {}, why).calls, 3);
   EXPECT_EQ(why, "");
   // Fewer examples than a batch: the call's batch is the examples'.
-  EXPECT_EQ(
-      batchesSideBySideOver(4, m, "forward", 10, 16, {uint64_t(8) << 20}, why),
-      1);
+  EXPECT_EQ(evaluationThreads(4, m, "forward", 10, 16, {uint64_t(8) << 20}, why)
+                .calls,
+            1);
   EXPECT_EQ(why, "");
-  EXPECT_EQ(
-      batchesSideBySideOver(40, m, "forward", 4, 16, {uint64_t(8) << 20}, why),
-      2);
+  EXPECT_EQ(evaluationThreads(40, m, "forward", 4, 16, {uint64_t(8) << 20}, why)
+                .calls,
+            2);
   EXPECT_EQ(why, "2 batches at a time, not 10: a batch of 4 takes 4.0 MiB "
                  "of workspace and 8.0 MiB of memory is available");
   // Under an address-space cap each call needs OpenBLAS's buffer too.
@@ -359,7 +359,7 @@ TEST(Evaluate, BatchesSideBySideOverTheExamples) {
                  "buffer under the address-space limit) and 300.0 MiB of "
                  "memory is available");
   // No examples: one call at most, of a batch of 1.
-  EXPECT_EQ(batchesSideBySideOver(0, m, "forward", 10, 16, {}, why), 1);
+  EXPECT_EQ(evaluationThreads(0, m, "forward", 10, 16, {}, why).calls, 1);
 }
 
 TEST(Evaluate, OneBatchAtATimeHasTheThreads) {

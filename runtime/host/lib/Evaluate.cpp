@@ -300,28 +300,19 @@ int batchesSideBySide(const Manifest &manifest, std::string_view function,
   return calls;
 }
 
-int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
-                          std::string_view function, int64_t batch, int threads,
-                          const MemoryBudget &budget, std::string &why) {
-  examples = std::max<int64_t>(examples, 1);
-  const int64_t callBatch = std::clamp<int64_t>(batch, 1, examples);
-  const int64_t batches = (examples + callBatch - 1) / callBatch;
-  return batchesSideBySide(manifest, function, callBatch,
-                           int(std::min<int64_t>(threads, batches)), budget,
-                           why);
-}
-
 EvaluationThreads evaluationThreads(int64_t examples, const Manifest &manifest,
                                     std::string_view function, int64_t batch,
                                     int threads, const MemoryBudget &budget,
                                     std::string &why) {
+  examples = std::max<int64_t>(examples, 1);
+  const int64_t callBatch = std::clamp<int64_t>(batch, 1, examples);
+  const int64_t batches = (examples + callBatch - 1) / callBatch;
   EvaluationThreads plan;
-  plan.calls = batchesSideBySideOver(examples, manifest, function, batch,
-                                     threads, budget, why);
+  plan.calls =
+      batchesSideBySide(manifest, function, callBatch,
+                        int(std::min<int64_t>(threads, batches)), budget, why);
   if (plan.calls > 1)
     return plan;
-  const int64_t callBatch =
-      std::clamp<int64_t>(batch, 1, std::max<int64_t>(examples, 1));
   const std::optional<uint64_t> workspace =
       manifest.workspaceBytes(function, callBatch);
   plan.kernelThreads = std::max(threads, 1);

@@ -49,26 +49,21 @@ int batchesSideBySide(const Manifest &manifest, std::string_view function,
                       int64_t batch, int threads, const MemoryBudget &budget,
                       std::string &why);
 
-/// batchesSideBySide for `examples` run in batches of `batch`, as lru-eval
-/// and lru-predict run them: a call's batch is the smaller of the two, and
-/// no more calls run than there are batches.
-int batchesSideBySideOver(int64_t examples, const Manifest &manifest,
-                          std::string_view function, int64_t batch, int threads,
-                          const MemoryBudget &budget, std::string &why);
-
 /// How evaluation runs its calls of `function` on `threads` CPU threads.
 struct EvaluationThreads {
   int calls = 1;         ///< batches side by side, each on a thread
   int kernelThreads = 1; ///< the kernel pool's threads (useKernelThreads)
 };
 
-/// For `examples` in batches of `batch` on `threads` threads: the calls
-/// batchesSideBySideOver runs side by side (`why` as it says), each call's
-/// kernels on one thread (the pool's threads would contend with the
-/// calls'); or, where that is one call at a time (a single batch, or memory
-/// for one workspace), its kernels on as many of the threads as the budget
-/// holds beside its workspace (each thread with what besideEachCall counts
-/// under an address-space cap).
+/// For `examples` in batches of `batch` on `threads` threads, as lru-eval
+/// and lru-predict run them (a call's batch is the smaller of the two): the
+/// calls batchesSideBySide runs side by side, never more than there are
+/// batches (`why` as it says), each call's kernels on one thread (the
+/// pool's threads would contend with the calls'); or, where that is one
+/// call at a time (a single batch, or memory for one workspace), its
+/// kernels on as many of the threads as the budget holds beside its
+/// workspace (each thread with what besideEachCall counts under an
+/// address-space cap).
 EvaluationThreads evaluationThreads(int64_t examples, const Manifest &manifest,
                                     std::string_view function, int64_t batch,
                                     int threads, const MemoryBudget &budget,
