@@ -543,9 +543,22 @@ bool compileLibrary(
     if (progress)
       progress(finished, steps);
   };
-  bool stopping = false;
+  bool stopping = false, linkStarted = false;
   tell();
-  while (!running.empty() || (!failure && !stopping && next < order.size())) {
+  // The job to start now, if any: a compile while fewer than `jobs` run,
+  // then, once every compile has succeeded, the link; none after a failure
+  // or a stop.
+  auto nextJob = [&]() -> Job * {
+    if (failure || stopping)
+      return nullptr;
+    if (next < order.size())
+      return running.size() < jobs ? &compiles[order[next++]] : nullptr;
+    if (linkStarted || !running.empty())
+      return nullptr;
+    linkStarted = true;
+    return &link;
+  };
+  for (;;) {
     if (pauseAsked) {
       llvm::SmallVector<pid_t> groups;
       for (Job *job : running)
@@ -557,17 +570,18 @@ bool compileLibrary(
       for (Job *job : running)
         kill(-job->pid, SIGTERM);
     }
-    if (!failure && !stopping && next < order.size() && running.size() < jobs) {
-      Job &job = compiles[order[next++]];
+    if (Job *job = nextJob()) {
       std::string startError;
-      if (startJob(job, startError))
-        running.push_back(&job);
+      if (startJob(*job, startError))
+        running.push_back(job);
       else {
-        failure = &job;
+        failure = job;
         why = startError;
       }
       continue;
     }
+    if (running.empty())
+      break;
     bool ok = true;
     std::string waitError;
     auto done = llvm::find_if(
@@ -582,28 +596,6 @@ bool compileLibrary(
     }
     record(**done);
     running.erase(done);
-    ++finished;
-    tell();
-  }
-  if (!failure && !stopping) {
-    std::string linkError;
-    bool linked = startJob(link, linkError);
-    // Polled, as the compiles are, so that Ctrl-C stops the link and
-    // Ctrl-Z pauses it.
-    bool stoppedLink = false;
-    while (linked && !jobEnded(link, linked, linkError)) {
-      if (stopSignal && !stoppedLink) {
-        kill(-link.pid, SIGTERM);
-        stoppedLink = true;
-      }
-      stopSignals.pauseIfAsked({link.pid});
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (!linked) {
-      failure = &link;
-      why = linkError;
-    }
-    record(link);
     ++finished;
     tell();
   }
