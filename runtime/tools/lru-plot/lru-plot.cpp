@@ -193,6 +193,13 @@ std::string axes(const Panel &p, const std::string &title,
   return svg;
 }
 
+/// A metric as plotted: the runs log float values, so one past float's
+/// range is a diverged one (a break in the line, as a non-finite value),
+/// which also keeps each panel's span finite.
+double plotted(double value) {
+  return std::abs(value) <= std::numeric_limits<float>::max() ? value : NAN;
+}
+
 std::string runName(const fs::path &metrics) {
   fs::path dir = metrics.parent_path();
   std::string name = dir.filename().string();
@@ -214,7 +221,9 @@ int plotMain(int argc, char **argv) {
   for (size_t i = 1; i < positional.size(); ++i) {
     Run run;
     run.name = runName(positional[i]);
-    for (const MetricsEntry &e : readMetrics(positional[i])) {
+    for (MetricsEntry e : readMetrics(positional[i])) {
+      for (double *value : {&e.loss, &e.accuracy, &e.absoluteError})
+        *value = plotted(*value);
       double x = double(e.step);
       if (e.split.empty()) {
         run.trainLoss.push_back({x, e.loss});
