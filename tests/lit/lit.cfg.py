@@ -1,6 +1,6 @@
 # -*- Python -*-
 import os
-
+import shlex
 import subprocess
 
 import lit.formats
@@ -15,6 +15,7 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%lruc_src", config.lruc_src_root))
 config.substitutions.append(("%lruc_bin", config.lruc_tools_dir))
+config.substitutions.append(("%lruc_obj", config.lruc_obj_root))
 config.substitutions.append(
     ("%lruc_lib", os.path.join(config.lruc_obj_root, "lib")))
 # LRUC_CXX_LAUNCHER and ccache's settings: tests/run.sh compiles the
@@ -110,14 +111,18 @@ def nvrtc_loads():
 
 config.substitutions.append(("%ptxas", config.ptxas or "ptxas"))
 # The host compiler lruc builds model libraries with, and the runtime
-# headers a library's C++ includes (tests/lit/codegen/units.test).
+# headers a library's C++ includes (tests/lit/codegen/units.test), as
+# lruc's runtime file names them (cmake/Runtime.cmake).
+with open(os.path.join(config.lruc_obj_root, "lib", "lruc",
+                       "runtime.txt")) as runtime:
+    runtime_includes = [line.split(" ", 1)[1] for line in
+                        runtime.read().splitlines()
+                        if line.startswith("include ")]
+config.substitutions.append(("%host_compiler", config.host_cxx))
 config.substitutions.append(
     ("%host_cxx",
-     f"{config.host_cxx} -std=c++17 -march=native"
-     f" -I{config.lruc_src_root}/runtime/include"
-     f" -I{config.lruc_src_root}/runtime/core/include"
-     f" -I{config.lruc_src_root}/runtime/cpu/include"
-     f" -I{config.lruc_src_root}/runtime/cuda/include"))
+     " ".join([config.host_cxx, "-std=c++17", "-march=native"] +
+              [shlex.quote("-I" + folder) for folder in runtime_includes])))
 if config.ptxas and os.path.exists(config.ptxas) and nvrtc_loads():
     config.available_features.add("nvrtc")
 

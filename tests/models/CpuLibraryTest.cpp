@@ -426,9 +426,11 @@ void buildLibrary(mlir::MLIRContext &context, mlir::ModuleOp module,
   llvm::sys::path::append(path, name + ".so");
   libPath = path.str().str();
   std::string error;
-  ASSERT_TRUE(lruc::compileLibrary(source, libPath,
-                                   lruc::defaultHostCompiler(), error))
+  lruc::HostCompiler compiler;
+  ASSERT_TRUE(
+      lruc::defaultHostCompiler(lruc::CpuTarget::Native, compiler, error))
       << error;
+  ASSERT_TRUE(lruc::compileLibrary(source, libPath, compiler, error)) << error;
   lib.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   llvm::sys::fs::remove_directories(dir);
   ASSERT_NE(lib.handle, nullptr) << dlerror();

@@ -31,7 +31,9 @@ namespace lruc::testing {
 inline bool compileSimulatedKernels(const std::string &cudaSource,
                                     const std::string &path,
                                     std::string &error) {
-  HostCompiler compiler = defaultHostCompiler();
+  HostCompiler compiler;
+  if (!defaultHostCompiler(CpuTarget::Native, compiler, error))
+    return false;
   // -O0: the kernels run on a few elements; compiling is what costs.
   // A misaligned access stops the run: a device would fault on one (a
   // complex value is one 8-byte access there).

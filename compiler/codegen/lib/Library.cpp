@@ -1,14 +1,15 @@
 //===- Library.cpp - Compiling generated C++ into model.so ----------------===//
 //
-// The host compiler, its flags and the runtime's headers and archives are
-// fixed when lruc is built (CMake passes them in as LRUC_* definitions);
-// `LRUC_CXX` overrides the compiler. The units go to a temporary
-// directory and compile there side by side (a model's C++ is tens of
-// thousands of lines: one file took ~15 s at -O3, most of it in the
-// optimiser), each compiler run in that directory on the unit's name, so
-// that the same unit is the same command line in every build and a
-// compiler cache (`LRUC_CXX_LAUNCHER=ccache`) finds it; the library is
-// linked next to its destination and renamed into place, so an
+// The host compiler and its flags are fixed when lruc is built (CMake
+// passes the compiler in as LRUC_HOST_CXX; `LRUC_CXX` overrides it); the
+// runtime's headers and archives are named by the runtime file beside the
+// program (cmake/Runtime.cmake), so that an install may be moved. The
+// units go to a temporary directory and compile there side by side (a
+// model's C++ is tens of thousands of lines: one file took ~15 s at -O3,
+// most of it in the optimiser), each compiler run in that directory on the
+// unit's name, so that the same unit is the same command line in every
+// build and a compiler cache (`LRUC_CXX_LAUNCHER=ccache`) finds it; the
+// library is linked next to its destination and renamed into place, so an
 // interrupted compile never leaves half a file.
 //
 //===----------------------------------------------------------------------===//
@@ -46,8 +47,98 @@ extern char **environ;
 
 namespace lruc {
 
-HostCompiler defaultHostCompiler(CpuTarget target) {
-  HostCompiler compiler;
+namespace {
+
+/// The runtime file of the running program: <its folder>/../lib/lruc/
+/// runtime.txt (/proc/self/exe, so a link to the program finds the file
+/// beside the program itself).
+std::string runtimeFilePath() {
+  std::string program = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> path(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(program)));
+  llvm::sys::path::append(path, "lib", "lruc", "runtime.txt");
+  return path.str().str();
+}
+
+/// Reads the runtime file's headers and `target`'s archives into
+/// `compiler`: one entry a line, `include DIR`, `kernels ARCHIVE`,
+/// `portable-kernels ARCHIVE` or `library FILE` (after the kernels, in link
+/// order); '#' begins a comment line. A relative path is relative to the
+/// file's folder. Each path must exist.
+bool readRuntimeFile(CpuTarget target, HostCompiler &compiler,
+                     std::string &error) {
+  const std::string path = runtimeFilePath();
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file) {
+    error = "cannot read lruc's runtime file " + path + ": " +
+            file.getError().message() +
+            " (lruc finds its runtime in ../lib/lruc/ from its own folder: "
+            "run the lruc of a build, or of an install made by `cmake "
+            "--install BUILD --prefix DIR`)";
+    return false;
+  }
+  const llvm::StringRef folder = llvm::sys::path::parent_path(path);
+  const char *kernelsKey =
+      target == CpuTarget::Portable ? "portable-kernels" : "kernels";
+  std::vector<std::string> kernels, libraries;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    llvm::StringRef line = lines[i].rtrim("\r");
+    if (line.trim().empty() || line.trim().starts_with("#"))
+      continue;
+    auto [key, value] = line.split(' ');
+    auto where = [&] { return path + ":" + std::to_string(i + 1) + ": "; };
+    if (value.empty()) {
+      error = where() + "expected `KEY PATH`, got '" + line.str() + "'";
+      return false;
+    }
+    llvm::SmallString<256> resolved(value);
+    if (llvm::sys::path::is_relative(resolved)) {
+      resolved = folder;
+      llvm::sys::path::append(resolved, value);
+    }
+    llvm::sys::path::remove_dots(resolved, /*remove_dot_dot=*/true);
+    std::vector<std::string> *list = nullptr;
+    if (key == "include")
+      list = &compiler.includeDirs;
+    else if (key == kernelsKey)
+      list = &kernels;
+    else if (key == "library")
+      list = &libraries;
+    else if (key != "kernels" && key != "portable-kernels") {
+      error = where() + "unknown entry '" + key.str() +
+              "' (expected include, kernels, portable-kernels or library)";
+      return false;
+    }
+    if (!list)
+      continue; // the other target's kernels
+    if (!llvm::sys::fs::exists(resolved)) {
+      error = where() + resolved.str().str() +
+              ": no such file or folder (lruc's runtime is incomplete: "
+              "build or install lruc again)";
+      return false;
+    }
+    list->push_back(resolved.str().str());
+  }
+  if (kernels.size() != 1) {
+    error = path + ": expected one `" + kernelsKey + "` entry, found " +
+            std::to_string(kernels.size());
+    return false;
+  }
+  compiler.libraries = kernels;
+  compiler.libraries.insert(compiler.libraries.end(), libraries.begin(),
+                            libraries.end());
+  return true;
+}
+
+} // namespace
+
+bool defaultHostCompiler(CpuTarget target, HostCompiler &compiler,
+                         std::string &error) {
+  compiler = HostCompiler();
+  if (!readRuntimeFile(target, compiler, error))
+    return false;
   compiler.command = LRUC_HOST_CXX;
   if (const char *env = std::getenv("LRUC_CXX"); env && *env)
     compiler.command = env;
@@ -88,17 +179,14 @@ HostCompiler defaultHostCompiler(CpuTarget target) {
   // as fast).
   compiler.lightFlags = compiler.flags + " -O1";
   compiler.coldFlags = compiler.flags + " -O0";
-  compiler.libraries =
-      portable ? LRUC_PORTABLE_RUNTIME_LIBRARIES : LRUC_RUNTIME_LIBRARIES;
   if (const char *env = std::getenv("LRUC_CXXFLAGS"); env && *env)
     compiler.flags = compiler.lightFlags = compiler.coldFlags = env;
-  return compiler;
+  return true;
 }
 
 namespace {
 
-/// Splits a space-separated list (the flags and libraries CMake passed in;
-/// none contains spaces).
+/// Splits a space-separated list of flags.
 std::vector<std::string> words(llvm::StringRef text) {
   llvm::SmallVector<llvm::StringRef> parts;
   text.split(parts, ' ', -1, /*KeepEmpty=*/false);
@@ -472,7 +560,7 @@ bool compileLibrary(
     job.args = launch;
     for (const std::string &flag : words(compiler.flagsFor(unit.speed)))
       job.args.push_back(flag);
-    for (const std::string &dirName : words(LRUC_RUNTIME_INCLUDE_DIRS))
+    for (const std::string &dirName : compiler.includeDirs)
       job.args.push_back("-I" + dirName);
     job.args.insert(job.args.end(),
                     {"-c", "-o", unit.name + ".o", unit.name + ".cpp"});
@@ -522,8 +610,8 @@ bool compileLibrary(
     link.args.push_back("-Wl,--version-script=" + exportsScript);
   link.args.insert(link.args.end(), {"-o", partial});
   link.args.insert(link.args.end(), objects.begin(), objects.end());
-  for (const std::string &lib : words(compiler.libraries))
-    link.args.push_back(lib);
+  link.args.insert(link.args.end(), compiler.libraries.begin(),
+                   compiler.libraries.end());
 
   // The largest units first (a unit takes time in proportion to its
   // code), a new one whenever a running one finishes (polled: compiles

@@ -487,6 +487,11 @@ int main(int argc, char **argv) {
   if (!library)
     return writeOutput(text);
   std::string error;
+  lruc::HostCompiler compiler;
+  if (!lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
+                                          : lruc::CpuTarget::Native,
+                                 compiler, error))
+    return fail(error);
   lruc::LibraryBuild build;
   // On a terminal, a line that says how far the build is (a deep model's
   // library takes minutes on a few cores), gone when it ends.
@@ -502,10 +507,7 @@ int main(int argc, char **argv) {
     llvm::errs().flush();
   };
   const bool built = lruc::compileLibrary(
-      librarySource, outputPath,
-      lruc::defaultHostCompiler(portable ? lruc::CpuTarget::Portable
-                                         : lruc::CpuTarget::Native),
-      error, &build,
+      librarySource, outputPath, compiler, error, &build,
       terminal ? std::function<void(size_t, size_t)>(showProgress) : nullptr);
   if (terminal)
     llvm::errs() << "\r\033[K";

@@ -179,7 +179,9 @@ struct HostCompiler {
     }
     return flags;
   }
-  std::string libraries; ///< the runtime archives and OpenBLAS it links
+  /// The runtime's header folders, and the archives and OpenBLAS a
+  /// library links (readRuntimeFile).
+  std::vector<std::string> includeDirs, libraries;
 };
 
 /// Which CPUs a model library runs on.
@@ -188,11 +190,15 @@ enum class CpuTarget {
   Portable, ///< any x86-64 CPU with AVX2 and FMA (-march=x86-64-v3)
 };
 
-/// The host compiler lruc was built with, its flags for `target` and the
-/// runtime archives built for it (`LRUC_CXX` and `LRUC_CXXFLAGS` in the
-/// environment override the first two; `LRUC_CXX_LAUNCHER` sets the
-/// launcher).
-HostCompiler defaultHostCompiler(CpuTarget target = CpuTarget::Native);
+/// The host compiler lruc was built with, its flags for `target`, and the
+/// runtime's headers and the archives built for `target`, as lruc's runtime
+/// file names them (<the program's folder>/../lib/lruc/runtime.txt, which
+/// the build and an install write: cmake/Runtime.cmake). `LRUC_CXX` and
+/// `LRUC_CXXFLAGS` in the environment override the compiler and its flags;
+/// `LRUC_CXX_LAUNCHER` sets the launcher. False, with the reason in `error`,
+/// where the runtime file is missing or names what is not there.
+bool defaultHostCompiler(CpuTarget target, HostCompiler &compiler,
+                         std::string &error);
 
 /// What building a library took (`lruc --stats -o`): each compiler
 /// process's wall time, in the order they ended, the link last.
@@ -212,7 +218,7 @@ struct LibraryBuild {
 /// and links them into the shared library `outputPath`, written to a
 /// temporary file and renamed into place. On failure, returns false with a
 /// message in `error` naming the kept source file and the compiler output.
-/// The runtime headers and archives are those of lruc's build tree.
+/// The runtime's headers and archives are `compiler`'s.
 /// `build`, if given, gets what each step took; `progress`, if given, is
 /// told the steps done of all (each unit, then the link) as each starts
 /// and ends.
