@@ -9,6 +9,7 @@
 #include "lru/LRUDialect.h"
 #include "lruc/AutodiffPasses.h"
 #include "lruc/Transforms/Passes.h"
+#include "lruc/Version.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +17,9 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -25,6 +29,9 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   lruc::registerLRUCAutodiffPasses();
   lruc::registerLRUCPasses();
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << LRUC_VERSION_LINE << "\n  LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+  });
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "lruc modular optimizer driver\n", registry));
 }

@@ -17,6 +17,7 @@
 #include "lruc/MLIRGen.h"
 #include "lruc/MemoryPlan.h"
 #include "lruc/Transforms/Passes.h"
+#include "lruc/Version.h"
 #include "lruc/core/Bytes.h"
 #include "lruc/core/Files.h"
 #include "lruc/frontend/Frontend.h"
@@ -28,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -366,6 +368,9 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions({&lrucCategory});
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << LRUC_VERSION_LINE << "\n  LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+  });
   std::vector<char *> args;
   for (int i = 0; i < argc; ++i) {
     llvm::StringRef arg = argv[i];

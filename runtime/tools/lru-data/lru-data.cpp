@@ -61,7 +61,8 @@ const char *const kOverview =
     "  listops      DIR/listops-1000/basic_{train,val,test}.tsv\n"
     "  pathfinder   DIR/pathfinderN/DIFFICULTY/{imgs,metadata}/\n"
     "\n"
-    "`lru-data COMMAND --help` lists a command's options.\n";
+    "`lru-data COMMAND --help` lists a command's options; `lru-data\n"
+    "--version` prints lruc's version.\n";
 
 int64_t checkedCount(const std::optional<int64_t> &value, int64_t fallback,
                      const char *name, int64_t least) {
@@ -295,6 +296,10 @@ int dataMain(int argc, char **argv) {
   const std::string command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kOverview, stdout);
+    return 0;
+  }
+  if (command == "--version") {
+    lruc::tools::printVersion();
     return 0;
   }
   // The subcommand's flags follow it: argv[1] plays argv[0] to the parser.

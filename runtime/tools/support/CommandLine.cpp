@@ -1,6 +1,7 @@
 //===- CommandLine.cpp - Flags of the lru-* tools -------------------------===//
 
 #include "CommandLine.h"
+#include "lruc/Version.h"
 
 #include <fmt/format.h>
 
@@ -15,6 +16,8 @@
 #include <thread>
 
 namespace lruc::tools {
+
+void printVersion() { std::puts(LRUC_VERSION_LINE); }
 
 CommandLine::CommandLine(std::string tool, std::string synopsis)
     : tool_(std::move(tool)), synopsis_(std::move(synopsis)) {}
@@ -44,6 +47,8 @@ std::string CommandLine::usage() const {
     text += fmt::format("  {:<22} {}\n", left, f.help);
   }
   text += fmt::format("  {:<22} {}\n", "--help", "print this and exit");
+  text += fmt::format("  {:<22} {}\n", "--version",
+                      "print lruc's version and exit");
   return text;
 }
 
@@ -84,6 +89,10 @@ std::vector<std::string> CommandLine::parse(int argc, char **argv) {
     }
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage().c_str(), stdout);
+      std::exit(0);
+    }
+    if (arg == "--version") {
+      printVersion();
       std::exit(0);
     }
     std::string name = arg.substr(arg[1] == '-' ? 2 : 1), value;

@@ -22,6 +22,9 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Prints lruc's version (`--version`) to stdout.
+void printVersion();
+
 class CommandLine {
 public:
   CommandLine(std::string tool, std::string synopsis);
@@ -35,7 +38,8 @@ public:
   void flag(const std::string &name, bool *value, const std::string &help);
 
   /// Parses argv; returns the positional arguments. `--help` prints the
-  /// usage to stdout and exits 0. Throws UsageError.
+  /// usage, `--version` lruc's version, to stdout, and exits 0. Throws
+  /// UsageError.
   std::vector<std::string> parse(int argc, char **argv);
 
   std::string usage() const;
