@@ -1030,7 +1030,17 @@ int planCpuMemory(const Manifest &m, const RunSettings &s, int threads,
   const uint64_t threadsAndBlas = uint64_t(threads) * budget.besideEachCall;
   const uint64_t held = blocks + threadsAndBlas + step.value_or(0);
   const bool stepFits = !available || !step || held <= *available;
-  if (!stepFits)
+  if (available && blocks > *available)
+    // The model alone: a smaller batch would not help.
+    std::fprintf(stderr,
+                 "%s: warning: model '%s' takes %s of parameters and "
+                 "optimizer state, and %s of memory is available: the run "
+                 "may fail, or the system may stop it (a model with fewer "
+                 "parameters takes less)\n",
+                 kTool, m.model.c_str(),
+                 core::formatBytes(double(blocks)).c_str(),
+                 core::formatBytes(double(*available)).c_str());
+  else if (!stepFits)
     std::fprintf(
         stderr,
         "%s: warning: a training step at batch %lld takes %s of workspace "
