@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds lruc and runs the whole test suite (unit tests, lit/FileCheck tests,
 # the fuzz-corpus replay) under ctest; then does the same for an
-# AddressSanitizer + UndefinedBehaviorSanitizer build.
-#   tests/run.sh              both builds
+# AddressSanitizer + UndefinedBehaviorSanitizer build; then builds the
+# libFuzzer targets with clang and runs each briefly (tests/fuzz/run.sh).
+#   tests/run.sh              all three
 #   LRUC_SANITIZE=0 tests/run.sh   skip the sanitizer build
+#   LRUC_FUZZ=0 tests/run.sh       skip the fuzz targets
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
@@ -33,4 +35,8 @@ run_suite "$root/build"
 if [ "${LRUC_SANITIZE:-1}" != 0 ]; then
   echo "== lruc: ASan/UBSan build and tests"
   run_suite "$root/build-asan" -DLRUC_SANITIZE=ON
+fi
+if [ "${LRUC_FUZZ:-1}" != 0 ]; then
+  echo "== lruc: fuzz targets (clang 14, libFuzzer), ${LRUC_FUZZ_SECONDS:-5} s each"
+  bash "$root/tests/fuzz/run.sh"
 fi

@@ -334,7 +334,11 @@ std::string elfSection(const fs::path &path, std::string_view name) {
   std::optional<ElfFile> elf = openElf(path);
   if (!elf)
     return "";
-  auto &[in, header, size] = *elf;
+  // Named references, not a structured binding: C++17 lets no lambda
+  // capture one (`contents` below reads the file and its size).
+  std::ifstream &in = elf->in;
+  const Elf64_Ehdr &header = elf->header;
+  const uint64_t size = elf->size;
   if (header.e_shentsize != sizeof(Elf64_Shdr) ||
       header.e_shstrndx >= header.e_shnum || header.e_shoff > size ||
       uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) > size - header.e_shoff)
