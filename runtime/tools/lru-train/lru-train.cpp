@@ -855,6 +855,7 @@ private:
     meta["evals_since_best"] = std::to_string(evalsSinceBest_);
     meta["elapsed_seconds"] = fmt::format("{:.3f}", elapsed());
     meta["train"] = settings_.all().dump();
+    meta["written_by"] = lruc::tools::versionLine();
     meta["data_order"] =
         "philox-shuffle-v1: epoch e visits permutation(train_examples, seed, "
         "SHUF, e) in batches of `batch`; the last partial batch is dropped";

@@ -17,7 +17,9 @@
 
 namespace lruc::tools {
 
-void printVersion() { std::puts(LRUC_VERSION_LINE); }
+const char *versionLine() { return LRUC_VERSION_LINE; }
+
+void printVersion() { std::puts(versionLine()); }
 
 CommandLine::CommandLine(std::string tool, std::string synopsis)
     : tool_(std::move(tool)), synopsis_(std::move(synopsis)) {}

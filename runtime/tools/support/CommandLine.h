@@ -22,7 +22,9 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Prints lruc's version (`--version`) to stdout.
+/// lruc's version: `lruc COMMIT (DATE)`, what `--version` prints.
+const char *versionLine();
+/// Prints versionLine() to stdout.
 void printVersion();
 
 class CommandLine {
