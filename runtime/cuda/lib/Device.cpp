@@ -250,7 +250,9 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string &error) {
   device->arch_ = "sm_" + std::to_string(major * 10 + minor);
   if (const char *env = std::getenv("LRUC_FEW_ROW_KERNEL"))
     device->fewRowsOn_ = std::strcmp(env, "0") != 0;
-  device->ops_ = {device.get(), &Device::launch, &Device::gemm, &Device::copy};
+  // Each call reads its status block back itself (DeferredStatus.h defers).
+  device->ops_ = {device.get(), &Device::launch, &Device::gemm, &Device::copy,
+                  /*defer_status=*/nullptr};
   return device;
 }
 
