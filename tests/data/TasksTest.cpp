@@ -51,8 +51,9 @@ TEST(Tasks, ValidationSplits) {
     EXPECT_FALSE(hasValidationSplit(task)) << task;
   // What the readers do: fashion_mnist (installed by Debian here, when it
   // is) rejects Split::Val.
-  if (std::filesystem::exists("/usr/share/datasets/fashion-mnist"))
+  if (std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     EXPECT_THROW(readTask("fashion_mnist", {}, Split::Val, 0), DataError);
+  }
 }
 
 } // namespace
