@@ -47,11 +47,6 @@ extern char **environ;
 
 namespace lruc {
 
-namespace {
-
-/// The runtime file of the running program: <its folder>/../lib/lruc/
-/// runtime.txt (/proc/self/exe, so a link to the program finds the file
-/// beside the program itself).
 std::string runtimeFilePath() {
   std::string program = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
   llvm::SmallString<256> path(
@@ -59,6 +54,8 @@ std::string runtimeFilePath() {
   llvm::sys::path::append(path, "lib", "lruc", "runtime.txt");
   return path.str().str();
 }
+
+namespace {
 
 /// Reads the runtime file's headers and `target`'s archives into
 /// `compiler`: one entry a line, `include DIR`, `kernels ARCHIVE`,

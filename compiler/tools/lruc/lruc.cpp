@@ -369,7 +369,8 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions({&lrucCategory});
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << LRUC_VERSION_LINE << "\n  LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+    os << LRUC_VERSION_LINE << "\n  LLVM/MLIR " << LLVM_VERSION_STRING
+       << "\n  runtime: " << lruc::runtimeFilePath() << "\n";
   });
   std::vector<char *> args;
   for (int i = 0; i < argc; ++i) {

@@ -190,6 +190,12 @@ enum class CpuTarget {
   Portable, ///< any x86-64 CPU with AVX2 and FMA (-march=x86-64-v3)
 };
 
+/// The runtime file of the running program: <its folder>/../lib/lruc/
+/// runtime.txt (/proc/self/exe, so a link to the program finds the file
+/// beside the program itself), which names the runtime's headers and
+/// archives (cmake/Runtime.cmake).
+std::string runtimeFilePath();
+
 /// The host compiler lruc was built with, its flags for `target`, and the
 /// runtime's headers and the archives built for `target`, as lruc's runtime
 /// file names them (<the program's folder>/../lib/lruc/runtime.txt, which
