@@ -40,19 +40,25 @@ file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/lib/lruc/install-runtime.txt
 # The install: the tools in bin/; the runtime's archives and runtime.txt in
 # lib/lruc/, its headers (the C ABI and what generated code includes) in
 # include/; the C device interface for other languages in lib/; the models,
-# examples and documentation in share/.
+# examples and documentation in share/. All of it is the component
+# `toolchain`, which the test suite installs by name
+# (tests/lit/trainer/install.test), so that its install writes
+# install_manifest_toolchain.txt and leaves the install_manifest.txt of a
+# user's `cmake --install build` alone.
 install(TARGETS lruc lruc-opt lruc-gpu-plan lru-train lru-eval lru-predict
-  lru-plot lru-data RUNTIME DESTINATION bin)
+  lru-plot lru-data RUNTIME DESTINATION bin COMPONENT toolchain)
 install(TARGETS LRUCCpuKernels LRUCCpuKernelsPortable LRUCGpuSchedule LRUCore
-  ARCHIVE DESTINATION lib/lruc)
+  ARCHIVE DESTINATION lib/lruc COMPONENT toolchain)
 install(FILES ${PROJECT_BINARY_DIR}/lib/lruc/install-runtime.txt
-  DESTINATION lib/lruc RENAME runtime.txt)
-install(TARGETS lruc-device LIBRARY DESTINATION lib)
+  DESTINATION lib/lruc RENAME runtime.txt COMPONENT toolchain)
+install(TARGETS lruc-device LIBRARY DESTINATION lib COMPONENT toolchain)
 foreach(dir ${header_dirs})
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION include)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION include
+    COMPONENT toolchain)
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models ${PROJECT_SOURCE_DIR}/examples
-  DESTINATION share/lruc FILES_MATCHING PATTERN "*.lru")
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/lruc)
+  DESTINATION share/lruc COMPONENT toolchain FILES_MATCHING PATTERN "*.lru")
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/lruc
+  COMPONENT toolchain)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/lruc
-  FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
+  COMPONENT toolchain FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
