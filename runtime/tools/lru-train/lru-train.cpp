@@ -877,8 +877,9 @@ private:
           },
           data_.split(split), settings_.evalBatch);
     }
-    // Batches in parallel, each on one thread (evaluationThreads); a split
-    // of one batch on the step's threads.
+    // Batches in parallel, as many as planCpuMemory fitted beside the step,
+    // each on one thread (the pool at one meanwhile); a split of one batch
+    // on the step's threads.
     const data::Dataset &dataset = data_.split(split);
     const auto batches =
         int64_t((dataset.size() + size_t(settings_.evalBatch) - 1) /
